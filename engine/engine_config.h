@@ -1,0 +1,27 @@
+// Engine limits, filled from flags and validated before anything starts.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "absl/status/status.h"
+
+namespace kvserve {
+
+struct EngineConfig {
+  int max_num_seqs = 64;              // --max_num_seqs
+  int max_num_batched_tokens = 1024;  // --max_num_batched_tokens (prefill chunk bound)
+  int block_size = 16;                // --block_size
+  int num_kv_blocks = 0;              // --num_kv_blocks; 0 = size from kv_cache_bytes
+  size_t kv_cache_bytes = size_t(512) << 20;  // pool budget when num_kv_blocks is 0
+  int max_queued_requests = 1024;     // --max_queued_requests waiting beyond running
+  uint32_t default_max_new_tokens = 256;  // --default_max_new_tokens
+  uint64_t seed = 0;                  // --seed: base of the seeds of unseeded requests
+  /// Fraction of the pool kept free when admitting while others run.
+  double admission_reserve_fraction = 0.01;
+
+  /// InvalidArgument naming the flag and its limit.
+  absl::Status Validate() const;
+};
+
+}  // namespace kvserve

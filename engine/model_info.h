@@ -1,0 +1,26 @@
+// What the engine serves, as GetModelInfo reports it and validation uses it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kvserve {
+
+struct ModelInfo {
+  std::string model_name;
+  std::string architecture;
+  int vocab_size = 0;
+  int max_context = 0;
+  std::vector<int32_t> eos_token_ids;
+  std::optional<int32_t> bos_token_id;
+  int kv_block_size = 0;
+  int kv_num_blocks = 0;
+  bool has_tokenizer = false;
+  std::string device;
+  std::string dtype;
+  uint32_t default_max_new_tokens = 0;
+};
+
+}  // namespace kvserve

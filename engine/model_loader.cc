@@ -1,0 +1,35 @@
+#include "engine/model_loader.h"
+
+#include <filesystem>
+
+#include "engine/byte_tokenizer.h"
+#include "engine/checkpoint.h"
+#include "engine/default_model.h"
+#include "kernels/base/logging.h"
+#include "kernels/base/status_macros.h"
+
+namespace kvserve {
+
+absl::StatusOr<ModelSource> OpenModelSource(const std::string& dir) {
+  ModelSource source;
+  if (dir.empty()) {
+    source.name = kDefaultModelName;
+    source.config = DefaultModelConfig();
+    source.weights = std::make_unique<RandomWeightSource>(source.config, /*seed=*/2024);
+    source.tokenizer = std::make_unique<ByteTokenizer>(source.config.vocab_size);
+    return source;
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> checkpoint, Checkpoint::Open(dir));
+  source.config = checkpoint->config();
+  std::filesystem::path path(dir);
+  source.name = path.filename().empty() ? path.parent_path().filename().string()
+                                        : path.filename().string();
+  source.weights = std::move(checkpoint);
+  if (std::filesystem::exists(path / "tokenizer.json")) {
+    KV_LOG(WARNING) << dir << "/tokenizer.json is not supported yet: this model accepts "
+                    << "token_ids input only";
+  }
+  return source;
+}
+
+}  // namespace kvserve

@@ -1,0 +1,67 @@
+// What the server hands the engine, and what the engine hands back.
+// Field names mirror the public API (proto/kvserve/v1/inference.proto) so
+// that validation messages name the fields a client set.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+
+namespace kvserve {
+
+struct SamplingOptions {
+  float temperature = 0.f;  // 0 = greedy
+  int32_t top_k = 0;        // 0 = off
+  float top_p = 1.f;        // 1 = off
+  std::optional<uint64_t> seed;
+};
+
+struct StoppingOptions {
+  std::optional<uint32_t> max_new_tokens;  // unset: the engine's default
+  std::vector<std::string> stop;
+  std::vector<int32_t> stop_token_ids;
+  bool ignore_eos = false;
+};
+
+struct Request {
+  std::string request_id;
+  std::vector<int32_t> prompt;  // token ids; the server encodes text input
+  SamplingOptions sampling;
+  StoppingOptions stopping;
+  absl::Time deadline = absl::InfiniteFuture();
+  /// For tests and tools: return the logits each sampled token was drawn from.
+  bool capture_logits = false;
+};
+
+enum class FinishReason { kNone, kLength, kEos, kStop };
+
+/// New tokens of one request since its previous output.
+struct RequestOutput {
+  std::vector<int32_t> token_ids;
+  std::string text;
+  FinishReason finish_reason = FinishReason::kNone;  // set on the last output
+  uint32_t prompt_tokens = 0;
+  uint32_t completion_tokens = 0;  // so far
+  std::vector<std::vector<float>> logits;  // one row per token, when captured
+  bool finished() const { return finish_reason != FinishReason::kNone; }
+};
+
+/// Receives one request's results. Called on the engine thread only: it must
+/// not block (queue the output and return). Either the last OnOutput carries a
+/// finish reason, or OnAbort ends the request; nothing is called after that.
+class RequestSink {
+ public:
+  virtual ~RequestSink() = default;
+  virtual void OnOutput(RequestOutput output) = 0;
+  /// The request ended early: CANCELLED, DEADLINE_EXCEEDED, UNAVAILABLE
+  /// (shutdown) or INTERNAL.
+  virtual void OnAbort(absl::Status status) = 0;
+  /// Polled by the engine every step; true aborts the request.
+  virtual bool IsCancelled() const = 0;
+};
+
+}  // namespace kvserve

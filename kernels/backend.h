@@ -1,0 +1,63 @@
+// The op interface the model is written against. One implementation per
+// device: CpuBackend (kernels/cpu, always built, the reference) and
+// CudaBackend (kernels/cuda, when KVSERVE_CUDA is on). The engine calls a
+// backend from its one engine thread only.
+//
+// Ops validate shapes and dtypes and return InvalidArgument naming the
+// mismatch; on an asynchronous device they enqueue work and return.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "kernels/device_buffer.h"
+#include "kernels/op_params.h"
+#include "kernels/tensor.h"
+
+namespace kvserve {
+
+enum class DeviceKind { kCpu, kCuda };
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual DeviceKind device() const = 0;
+  /// "cpu" or "cuda".
+  virtual std::string name() const = 0;
+  /// The dtype the model computes in on this backend (weights, activations, KV).
+  virtual DType compute_dtype() const = 0;
+
+  // Memory. Copies are ordered with the ops; CopyToHost waits for them.
+  virtual absl::StatusOr<DeviceBufferPtr> Allocate(size_t bytes) = 0;
+  virtual absl::Status CopyToDevice(const void* host, size_t bytes, void* device) = 0;
+  virtual absl::Status CopyToHost(const void* device, size_t bytes, void* host) = 0;
+  /// Copies `dst.numel()` host elements of type `src_dtype` into `dst`,
+  /// converting between float types (weights arrive as f32, f16 or bf16).
+  virtual absl::Status Upload(const void* host, DType src_dtype, Tensor dst) = 0;
+  virtual absl::Status Synchronize() = 0;
+
+  // Ops.
+  /// out[t] = table[ids[t]]. ids: [T] int32, table: [V, hidden], out: [T, hidden].
+  virtual absl::Status Embedding(Tensor ids, Tensor table, Tensor out) = 0;
+  /// out = x / rms(x) * weight per row. x, out: [T, hidden], weight: [hidden].
+  virtual absl::Status RmsNorm(Tensor x, Tensor weight, float eps, Tensor out) = 0;
+  /// residual += x; out = RmsNorm(residual). The fused pre-norm of each block.
+  virtual absl::Status AddRmsNorm(Tensor residual, Tensor x, Tensor weight, float eps,
+                                  Tensor out) = 0;
+  /// out = x · weightᵀ (+ bias). x: [T, K], weight: [N, K], bias: [N] or empty,
+  /// out: [T, N] of the compute dtype or float32 (the logits).
+  virtual absl::Status Linear(Tensor x, Tensor weight, Tensor bias, Tensor out) = 0;
+  virtual absl::Status RopeSplitQkv(const RopeSplitParams& params) = 0;
+  /// out = silu(gate) * up, where gate_up: [T, 2I] holds gate | up per row, out: [T, I].
+  virtual absl::Status SiluMul(Tensor gate_up, Tensor out) = 0;
+  /// out[i] = x[rows[i]]. rows: [S] int32.
+  virtual absl::Status GatherRows(Tensor x, Tensor rows, Tensor out) = 0;
+  virtual absl::Status PrefillAttention(const PrefillAttentionParams& params) = 0;
+  virtual absl::Status DecodeAttention(const DecodeAttentionParams& params) = 0;
+  virtual absl::Status Sample(const SampleParams& params) = 0;
+};
+
+}  // namespace kvserve

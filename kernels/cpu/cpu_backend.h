@@ -1,0 +1,34 @@
+// The CPU backend: float32 everywhere, GEMMs through OpenBLAS. It is the
+// reference every other backend is tested against, and what CI runs.
+#pragma once
+
+#include "kernels/backend.h"
+
+namespace kvserve {
+
+class CpuBackend final : public Backend {
+ public:
+  DeviceKind device() const override { return DeviceKind::kCpu; }
+  std::string name() const override { return "cpu"; }
+  DType compute_dtype() const override { return DType::kFloat32; }
+
+  absl::StatusOr<DeviceBufferPtr> Allocate(size_t bytes) override;
+  absl::Status CopyToDevice(const void* host, size_t bytes, void* device) override;
+  absl::Status CopyToHost(const void* device, size_t bytes, void* host) override;
+  absl::Status Upload(const void* host, DType src_dtype, Tensor dst) override;
+  absl::Status Synchronize() override { return absl::OkStatus(); }
+
+  absl::Status Embedding(Tensor ids, Tensor table, Tensor out) override;
+  absl::Status RmsNorm(Tensor x, Tensor weight, float eps, Tensor out) override;
+  absl::Status AddRmsNorm(Tensor residual, Tensor x, Tensor weight, float eps,
+                          Tensor out) override;
+  absl::Status Linear(Tensor x, Tensor weight, Tensor bias, Tensor out) override;
+  absl::Status RopeSplitQkv(const RopeSplitParams& params) override;
+  absl::Status SiluMul(Tensor gate_up, Tensor out) override;
+  absl::Status GatherRows(Tensor x, Tensor rows, Tensor out) override;
+  absl::Status PrefillAttention(const PrefillAttentionParams& params) override;
+  absl::Status DecodeAttention(const DecodeAttentionParams& params) override;
+  absl::Status Sample(const SampleParams& params) override;
+};
+
+}  // namespace kvserve

@@ -1,0 +1,22 @@
+// float32 CPU implementations of the backend ops. Inputs are already
+// validated by kernels/op_checks.h; these only compute.
+#pragma once
+
+#include "absl/status/status.h"
+#include "kernels/op_params.h"
+#include "kernels/tensor.h"
+
+namespace kvserve::cpu {
+
+absl::Status Embedding(Tensor ids, Tensor table, Tensor out);
+void RmsNorm(Tensor x, Tensor weight, float eps, Tensor out);
+void AddRmsNorm(Tensor residual, Tensor x, Tensor weight, float eps, Tensor out);
+void Linear(Tensor x, Tensor weight, Tensor bias, Tensor out);
+absl::Status RopeSplitQkv(const RopeSplitParams& p);
+void SiluMul(Tensor gate_up, Tensor out);
+absl::Status GatherRows(Tensor x, Tensor rows, Tensor out);
+absl::Status PrefillAttention(const PrefillAttentionParams& p);
+absl::Status DecodeAttention(const DecodeAttentionParams& p);
+void Sample(const SampleParams& p);
+
+}  // namespace kvserve::cpu

@@ -1,0 +1,81 @@
+// Token selection on the CPU; see SampleParams for the exact rule, which the
+// CUDA sampler follows too so that one uniform draw picks the same token.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+#include "kernels/cpu/cpu_ops.h"
+
+namespace kvserve::cpu {
+namespace {
+
+int32_t ArgMax(const float* logits, int vocab) {
+  int32_t best = 0;
+  for (int i = 1; i < vocab; ++i) {
+    if (logits[i] > logits[best]) best = i;  // strict: the lowest id wins ties
+  }
+  return best;
+}
+
+int32_t SampleRow(const float* logits, int vocab, float temperature, int top_k, float top_p,
+                  float uniform, std::vector<int32_t>& order, std::vector<float>& probs) {
+  if (temperature <= 0.f) return ArgMax(logits, vocab);
+  const bool use_top_k = top_k > 0 && top_k < vocab;
+  const bool use_top_p = top_p < 1.f;
+  order.resize(vocab);
+  std::iota(order.begin(), order.end(), 0);
+  int candidates = vocab;
+  auto by_logit = [&](int32_t a, int32_t b) {
+    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+  };
+  if (use_top_k) {
+    candidates = top_k;
+    std::partial_sort(order.begin(), order.begin() + candidates, order.end(), by_logit);
+  } else if (use_top_p) {
+    std::sort(order.begin(), order.end(), by_logit);
+  }
+  // Softmax over the candidates at this temperature.
+  float max_logit = logits[order[0]];
+  if (!use_top_k && !use_top_p) max_logit = logits[ArgMax(logits, vocab)];
+  probs.resize(candidates);
+  double total = 0.0;
+  for (int i = 0; i < candidates; ++i) {
+    probs[i] = std::exp((logits[order[i]] - max_logit) / temperature);
+    total += probs[i];
+  }
+  if (use_top_p) {
+    // Shortest prefix (in descending order) whose mass reaches top_p.
+    double mass = 0.0;
+    int keep = 0;
+    while (keep < candidates) {
+      mass += probs[keep++];
+      if (mass >= top_p * total) break;
+    }
+    candidates = keep;
+    total = mass;
+  }
+  const double target = static_cast<double>(uniform) * total;
+  double cumulative = 0.0;
+  for (int i = 0; i < candidates; ++i) {
+    cumulative += probs[i];
+    if (cumulative > target) return order[i];
+  }
+  return order[candidates - 1];  // uniform * total rounded up to the total
+}
+
+}  // namespace
+
+void Sample(const SampleParams& p) {
+  const int vocab = static_cast<int>(p.logits.dim(1));
+  std::vector<int32_t> order;
+  std::vector<float> probs;
+  for (int r = 0; r < p.num_rows; ++r) {
+    p.out_tokens.as<int32_t>()[r] =
+        SampleRow(p.logits.as<float>() + int64_t(r) * vocab, vocab, p.temperature.as<float>()[r],
+                  p.top_k.as<int32_t>()[r], p.top_p.as<float>()[r], p.uniform.as<float>()[r],
+                  order, probs);
+  }
+}
+
+}  // namespace kvserve::cpu

@@ -1,0 +1,208 @@
+#include "kernels/op_checks.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace kvserve {
+namespace {
+
+absl::Status Mismatch(absl::string_view op, absl::string_view what, const Tensor& t) {
+  return absl::InvalidArgumentError(absl::StrCat(op, ": ", what, " (got ", t.DebugString(), ")"));
+}
+
+bool IsFloat(DType d) { return d != DType::kInt32; }
+
+absl::Status CheckAttentionShape(absl::string_view op, const AttentionShape& s) {
+  if (s.num_heads <= 0 || s.num_kv_heads <= 0 || s.head_dim <= 0 ||
+      s.num_heads % s.num_kv_heads != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(op, ": bad heads ", s.num_heads, "/",
+                                                   s.num_kv_heads, " head_dim ", s.head_dim));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckCache(absl::string_view op, const PagedKvCache& c, const AttentionShape& s,
+                        DType dtype) {
+  for (const Tensor* t : {&c.k, &c.v}) {
+    if (t->rank != 4 || t->dim(1) != c.block_size || t->dim(2) != s.num_kv_heads ||
+        t->dim(3) != s.head_dim || t->dtype != dtype) {
+      return Mismatch(op, absl::StrCat("cache must be [blocks, ", c.block_size, ", ",
+                                       s.num_kv_heads, ", ", s.head_dim, "] of ",
+                                       DTypeName(dtype)),
+                      *t);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckTokens(absl::string_view op, absl::string_view name, const Tensor& t, int64_t rows,
+                         int heads, int head_dim, DType dtype) {
+  if (t.rank != 3 || t.dim(0) != rows || t.dim(1) != heads || t.dim(2) != head_dim ||
+      t.dtype != dtype) {
+    return Mismatch(op, absl::StrCat(name, " must be [", rows, ", ", heads, ", ", head_dim, "] of ",
+                                     DTypeName(dtype)),
+                    t);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckInt32(absl::string_view op, absl::string_view name, const Tensor& t, int rank) {
+  if (t.dtype != DType::kInt32 || t.rank != rank) {
+    return Mismatch(op, absl::StrCat(name, " must be int32 of rank ", rank), t);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status CheckEmbedding(Tensor ids, Tensor table, Tensor out) {
+  if (ids.dtype != DType::kInt32 || ids.rank != 1) return Mismatch("Embedding", "ids [T] int32", ids);
+  if (table.rank != 2) return Mismatch("Embedding", "table [V, hidden]", table);
+  if (out.rank != 2 || out.dim(0) != ids.dim(0) || out.dim(1) != table.dim(1) ||
+      out.dtype != table.dtype) {
+    return Mismatch("Embedding", "out [T, hidden] of the table's dtype", out);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckRmsNorm(Tensor x, Tensor weight, Tensor out) {
+  if (x.rank != 2 || !IsFloat(x.dtype)) return Mismatch("RmsNorm", "x [T, hidden]", x);
+  if (weight.rank != 1 || weight.dim(0) != x.dim(1) || weight.dtype != x.dtype) {
+    return Mismatch("RmsNorm", "weight [hidden] of x's dtype", weight);
+  }
+  if (out.rank != 2 || out.dim(0) != x.dim(0) || out.dim(1) != x.dim(1) || out.dtype != x.dtype) {
+    return Mismatch("RmsNorm", "out like x", out);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckAddRmsNorm(Tensor residual, Tensor x, Tensor weight, Tensor out) {
+  absl::Status s = CheckRmsNorm(x, weight, out);
+  if (!s.ok()) return s;
+  if (residual.rank != 2 || residual.dim(0) != x.dim(0) || residual.dim(1) != x.dim(1) ||
+      residual.dtype != x.dtype) {
+    return Mismatch("AddRmsNorm", "residual like x", residual);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckLinear(Tensor x, Tensor weight, Tensor bias, Tensor out) {
+  if (x.rank != 2 || !IsFloat(x.dtype)) return Mismatch("Linear", "x [T, K]", x);
+  if (weight.rank != 2 || weight.dim(1) != x.dim(1) || weight.dtype != x.dtype) {
+    return Mismatch("Linear", absl::StrCat("weight [N, ", x.dim(1), "] of x's dtype"), weight);
+  }
+  if (!bias.empty() && (bias.rank != 1 || bias.dim(0) != weight.dim(0) || bias.dtype != x.dtype)) {
+    return Mismatch("Linear", "bias [N] of x's dtype", bias);
+  }
+  if (out.rank != 2 || out.dim(0) != x.dim(0) || out.dim(1) != weight.dim(0) ||
+      (out.dtype != x.dtype && out.dtype != DType::kFloat32)) {
+    return Mismatch("Linear", absl::StrCat("out [", x.dim(0), ", ", weight.dim(0), "]"), out);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckRopeSplit(const RopeSplitParams& p) {
+  const AttentionShape& s = p.shape;
+  absl::Status st = CheckAttentionShape("RopeSplitQkv", s);
+  if (!st.ok()) return st;
+  if (s.head_dim % 2 != 0) return absl::InvalidArgumentError("RopeSplitQkv: odd head_dim");
+  const int64_t tokens = p.qkv.dim(0);
+  if (p.qkv.rank != 2 || p.qkv.dim(1) != (s.num_heads + 2 * s.num_kv_heads) * s.head_dim) {
+    return Mismatch("RopeSplitQkv", "qkv [T, (H + 2*Hkv) * D]", p.qkv);
+  }
+  if (p.positions.dtype != DType::kInt32 || p.positions.rank != 1 || p.positions.dim(0) != tokens) {
+    return Mismatch("RopeSplitQkv", "positions [T] int32", p.positions);
+  }
+  if (p.cos_sin.dtype != DType::kFloat32 || p.cos_sin.rank != 2 || p.cos_sin.dim(1) != s.head_dim) {
+    return Mismatch("RopeSplitQkv", "cos_sin [max_positions, D] float32", p.cos_sin);
+  }
+  st = CheckTokens("RopeSplitQkv", "q_out", p.q_out, tokens, s.num_heads, s.head_dim, p.qkv.dtype);
+  if (!st.ok()) return st;
+  st = CheckTokens("RopeSplitQkv", "k_out", p.k_out, tokens, s.num_kv_heads, s.head_dim,
+                   p.qkv.dtype);
+  if (!st.ok()) return st;
+  return CheckTokens("RopeSplitQkv", "v_out", p.v_out, tokens, s.num_kv_heads, s.head_dim,
+                     p.qkv.dtype);
+}
+
+absl::Status CheckSiluMul(Tensor gate_up, Tensor out) {
+  if (gate_up.rank != 2 || gate_up.dim(1) % 2 != 0) return Mismatch("SiluMul", "gate_up [T, 2I]", gate_up);
+  if (out.rank != 2 || out.dim(0) != gate_up.dim(0) || out.dim(1) * 2 != gate_up.dim(1) ||
+      out.dtype != gate_up.dtype) {
+    return Mismatch("SiluMul", "out [T, I]", out);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckGatherRows(Tensor x, Tensor rows, Tensor out) {
+  if (rows.dtype != DType::kInt32 || rows.rank != 1) return Mismatch("GatherRows", "rows [S] int32", rows);
+  if (x.rank != 2 || out.rank != 2 || out.dim(0) != rows.dim(0) || out.dim(1) != x.dim(1) ||
+      out.dtype != x.dtype) {
+    return Mismatch("GatherRows", "out [S, x.dim(1)] of x's dtype", out);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckPrefillAttention(const PrefillAttentionParams& p) {
+  constexpr absl::string_view op = "PrefillAttention";
+  const AttentionShape& s = p.shape;
+  absl::Status st = CheckAttentionShape(op, s);
+  if (!st.ok()) return st;
+  const int64_t tokens = p.q.dim(0);
+  const DType dtype = p.q.dtype;
+  if ((st = CheckTokens(op, "q", p.q, tokens, s.num_heads, s.head_dim, dtype)); !st.ok()) return st;
+  if ((st = CheckTokens(op, "k", p.k, tokens, s.num_kv_heads, s.head_dim, dtype)); !st.ok()) return st;
+  if ((st = CheckTokens(op, "v", p.v, tokens, s.num_kv_heads, s.head_dim, dtype)); !st.ok()) return st;
+  if ((st = CheckTokens(op, "out", p.out, tokens, s.num_heads, s.head_dim, dtype)); !st.ok()) return st;
+  if ((st = CheckCache(op, p.cache, s, dtype)); !st.ok()) return st;
+  if ((st = CheckInt32(op, "cu_seqlens_q", p.cu_seqlens_q, 1)); !st.ok()) return st;
+  if ((st = CheckInt32(op, "context_lens", p.context_lens, 1)); !st.ok()) return st;
+  if ((st = CheckInt32(op, "block_tables", p.block_tables, 2)); !st.ok()) return st;
+  if ((st = CheckInt32(op, "slot_mapping", p.slot_mapping, 1)); !st.ok()) return st;
+  if (p.cu_seqlens_q.dim(0) != p.num_seqs + 1 || p.context_lens.dim(0) != p.num_seqs ||
+      p.block_tables.dim(0) < p.num_seqs || p.slot_mapping.dim(0) != tokens) {
+    return absl::InvalidArgumentError(absl::StrCat(op, ": metadata does not match ", p.num_seqs,
+                                                   " sequences and ", tokens, " tokens"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckDecodeAttention(const DecodeAttentionParams& p) {
+  constexpr absl::string_view op = "DecodeAttention";
+  const AttentionShape& s = p.shape;
+  absl::Status st = CheckAttentionShape(op, s);
+  if (!st.ok()) return st;
+  const int64_t seqs = p.num_seqs;
+  const DType dtype = p.q.dtype;
+  if ((st = CheckTokens(op, "q", p.q, seqs, s.num_heads, s.head_dim, dtype)); !st.ok()) return st;
+  if ((st = CheckTokens(op, "k", p.k, seqs, s.num_kv_heads, s.head_dim, dtype)); !st.ok()) return st;
+  if ((st = CheckTokens(op, "v", p.v, seqs, s.num_kv_heads, s.head_dim, dtype)); !st.ok()) return st;
+  if ((st = CheckTokens(op, "out", p.out, seqs, s.num_heads, s.head_dim, dtype)); !st.ok()) return st;
+  if ((st = CheckCache(op, p.cache, s, dtype)); !st.ok()) return st;
+  if ((st = CheckInt32(op, "context_lens", p.context_lens, 1)); !st.ok()) return st;
+  if ((st = CheckInt32(op, "block_tables", p.block_tables, 2)); !st.ok()) return st;
+  if ((st = CheckInt32(op, "slot_mapping", p.slot_mapping, 1)); !st.ok()) return st;
+  if (p.context_lens.dim(0) != seqs || p.block_tables.dim(0) < seqs || p.slot_mapping.dim(0) != seqs) {
+    return absl::InvalidArgumentError(absl::StrCat(op, ": metadata does not match ", seqs, " sequences"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckSample(const SampleParams& p) {
+  constexpr absl::string_view op = "Sample";
+  if (p.logits.dtype != DType::kFloat32 || p.logits.rank != 2 || p.logits.dim(0) != p.num_rows) {
+    return Mismatch(op, "logits [S, V] float32", p.logits);
+  }
+  for (const Tensor* t : {&p.temperature, &p.top_p, &p.uniform}) {
+    if (t->dtype != DType::kFloat32 || t->rank != 1 || t->dim(0) != p.num_rows) {
+      return Mismatch(op, "per-row parameters [S] float32", *t);
+    }
+  }
+  for (const Tensor* t : {&p.top_k, &p.out_tokens}) {
+    if (t->dtype != DType::kInt32 || t->rank != 1 || t->dim(0) != p.num_rows) {
+      return Mismatch(op, "top_k and out_tokens [S] int32", *t);
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace kvserve

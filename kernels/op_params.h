@@ -1,0 +1,94 @@
+// Parameters of the ops whose inputs are more than a few tensors.
+//
+// Shapes use: T tokens in the step, B sequences, H query heads, Hkv KV heads,
+// D head dim, V vocabulary. int32 metadata tensors live on the same device as
+// the data. All are non-owning views, passed by value.
+#pragma once
+
+#include "kernels/tensor.h"
+
+namespace kvserve {
+
+/// One layer's paged KV cache. A token's slot is `block_id * block_size + offset`.
+struct PagedKvCache {
+  Tensor k;  // [num_blocks, block_size, Hkv, D]
+  Tensor v;  // [num_blocks, block_size, Hkv, D]
+  int block_size = 16;
+};
+
+struct AttentionShape {
+  int num_heads = 0;     // H
+  int num_kv_heads = 0;  // Hkv; query head h reads KV head h / (H / Hkv)
+  int head_dim = 0;      // D
+  float scale = 0.f;     // 1/sqrt(D), applied once to the scores
+};
+
+/// Splits the fused QKV projection and applies rotary embeddings to Q and K
+/// (rotate-half convention of Hugging Face Llama).
+struct RopeSplitParams {
+  Tensor qkv;        // [T, (H + 2*Hkv) * D]  q | k | v per token
+  Tensor positions;  // [T] int32 absolute position of each token
+  Tensor cos_sin;    // [max_positions, D] float32: cos in [:, :D/2], sin in [:, D/2:]
+  Tensor q_out;      // [T, H, D]
+  Tensor k_out;      // [T, Hkv, D]
+  Tensor v_out;      // [T, Hkv, D]
+  AttentionShape shape;
+};
+
+/// Causal attention for a packed, variable-length batch of prompt chunks (no
+/// padding). Sequence b owns query rows [cu_seqlens_q[b], cu_seqlens_q[b+1]);
+/// its chunk holds the last q_len of its context_lens[b] tokens, so query row i
+/// sits at position context_lens[b] - q_len + i and attends to keys 0..that
+/// position. The op first writes the chunk's K and V into the cache at
+/// slot_mapping, then reads every key (earlier chunks too) through the block
+/// table.
+struct PrefillAttentionParams {
+  Tensor q;             // [T, H, D]
+  Tensor k;             // [T, Hkv, D] new keys (rotated)
+  Tensor v;             // [T, Hkv, D] new values
+  Tensor out;           // [T, H, D]
+  Tensor cu_seqlens_q;  // [B + 1] int32 prefix sums of the chunk lengths
+  Tensor context_lens;  // [B] int32 tokens in the cache once the chunk is written
+  Tensor block_tables;  // [B, max_blocks_per_seq] int32
+  Tensor slot_mapping;  // [T] int32 cache slot of each new token
+  PagedKvCache cache;
+  AttentionShape shape;
+  int num_seqs = 0;         // B
+  int max_q_len = 0;        // max chunk length (launch sizing)
+  int max_context_len = 0;  // max of context_lens (launch sizing)
+};
+
+/// One new query token per sequence (incremental decoding). The op writes the
+/// token's K and V at slot_mapping, then the query at position
+/// context_lens[b] - 1 attends to keys 0..context_lens[b] - 1 of the cache.
+struct DecodeAttentionParams {
+  Tensor q;             // [B, H, D]
+  Tensor k;             // [B, Hkv, D] the new token's key (rotated)
+  Tensor v;             // [B, Hkv, D]
+  Tensor out;           // [B, H, D]
+  Tensor context_lens;  // [B] int32, including the new token
+  Tensor block_tables;  // [B, max_blocks_per_seq] int32
+  Tensor slot_mapping;  // [B] int32
+  PagedKvCache cache;
+  AttentionShape shape;
+  int num_seqs = 0;
+  int max_context_len = 0;
+};
+
+/// Picks one token per row. Candidates are the top_k largest logits when
+/// top_k > 0 (else all), ordered by logit descending (ties: lower id first)
+/// when top_k or top_p is active; top_p keeps the shortest prefix of that order
+/// whose probability reaches top_p. The token is where the cumulative
+/// probability first exceeds uniform * total. temperature 0 = argmax (lowest
+/// id on ties), and uniform is ignored.
+struct SampleParams {
+  Tensor logits;       // [S, V] float32
+  Tensor temperature;  // [S] float32
+  Tensor top_k;        // [S] int32, 0 = off
+  Tensor top_p;        // [S] float32 in (0, 1]
+  Tensor uniform;      // [S] float32 in [0, 1), drawn from each request's seeded RNG
+  Tensor out_tokens;   // [S] int32
+  int num_rows = 0;    // S
+};
+
+}  // namespace kvserve
