@@ -1,0 +1,188 @@
+// kvserve-cli: talk to a kvserve server from the shell.
+//
+//   kvserve-cli --target HOST:PORT generate --prompt TEXT | --prompt-ids 1,2,3
+//               [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S]
+//               [--stop STR]... [--ignore-eos] [--timeout-s S] [--json]
+//   kvserve-cli --target HOST:PORT info
+//   kvserve-cli --target HOST:PORT tokenize --prompt TEXT
+//   kvserve-cli --target HOST:PORT health
+//
+// `generate` prints the text as it streams, then the time to first token and
+// tokens/s; with --json, one JSON object instead. Flags accept dashes or
+// underscores (--max-tokens = --max_tokens).
+#include <iostream>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "client/client.h"
+#include "client/flag_names.h"
+#include "nlohmann/json.hpp"
+
+ABSL_FLAG(std::string, target, "localhost:50051", "Server address HOST:PORT.");
+ABSL_FLAG(std::string, prompt, "", "Prompt text (needs a model with a tokenizer).");
+ABSL_FLAG(std::string, prompt_ids, "", "Prompt as comma-separated token ids, e.g. 1,2,3.");
+ABSL_FLAG(int, max_tokens, 64, "stopping.max_new_tokens.");
+ABSL_FLAG(double, temperature, 0.0, "sampling.temperature (0 = greedy).");
+ABSL_FLAG(int, top_k, 0, "sampling.top_k (0 = off).");
+ABSL_FLAG(double, top_p, 1.0, "sampling.top_p.");
+ABSL_FLAG(int64_t, seed, -1, "sampling.seed (-1 = unset: random).");
+ABSL_FLAG(std::vector<std::string>, stop, {}, "Stop strings, comma-separated.");
+ABSL_FLAG(bool, ignore_eos, false, "Keep generating after the end-of-sequence token.");
+ABSL_FLAG(double, timeout_s, 0, "Deadline in seconds (0 = none).");
+ABSL_FLAG(bool, json, false, "Print one JSON object instead of streaming text.");
+ABSL_FLAG(bool, tls, false, "Connect with TLS.");
+ABSL_FLAG(std::string, tls_ca, "", "PEM root certificates for --tls (default: system roots).");
+
+namespace kvserve {
+namespace {
+
+absl::StatusOr<std::vector<int32_t>> ParseIds(const std::string& text) {
+  std::vector<int32_t> ids;
+  for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
+    int32_t id;
+    if (!absl::SimpleAtoi(part, &id)) {
+      return absl::InvalidArgumentError(absl::StrCat("--prompt-ids: not a token id: ", std::string(part)));
+    }
+    ids.push_back(id);
+  }
+  return ids;
+}
+
+absl::StatusOr<v1::GenerateRequest> BuildRequest() {
+  v1::GenerateRequest request;
+  const std::string prompt = absl::GetFlag(FLAGS_prompt);
+  const std::string prompt_ids = absl::GetFlag(FLAGS_prompt_ids);
+  if (prompt.empty() == prompt_ids.empty()) {
+    return absl::InvalidArgumentError("give exactly one of --prompt and --prompt-ids");
+  }
+  if (!prompt.empty()) {
+    request.set_text(prompt);
+  } else {
+    auto ids = ParseIds(prompt_ids);
+    if (!ids.ok()) return ids.status();
+    for (int32_t id : *ids) request.mutable_token_ids()->add_ids(id);
+  }
+  v1::SamplingParams* s = request.mutable_sampling();
+  s->set_temperature(static_cast<float>(absl::GetFlag(FLAGS_temperature)));
+  if (absl::GetFlag(FLAGS_top_k) != 0) s->set_top_k(absl::GetFlag(FLAGS_top_k));
+  if (absl::GetFlag(FLAGS_top_p) != 1.0) s->set_top_p(static_cast<float>(absl::GetFlag(FLAGS_top_p)));
+  if (absl::GetFlag(FLAGS_seed) >= 0) s->set_seed(static_cast<uint64_t>(absl::GetFlag(FLAGS_seed)));
+  v1::StoppingCriteria* st = request.mutable_stopping();
+  st->set_max_new_tokens(static_cast<uint32_t>(std::max(0, absl::GetFlag(FLAGS_max_tokens))));
+  for (const std::string& stop : absl::GetFlag(FLAGS_stop)) st->add_stop(stop);
+  st->set_ignore_eos(absl::GetFlag(FLAGS_ignore_eos));
+  return request;
+}
+
+CallOptions Call() {
+  CallOptions options;
+  if (absl::GetFlag(FLAGS_timeout_s) > 0) options.timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout_s));
+  return options;
+}
+
+int Fail(const absl::Status& status) {
+  std::cerr << "kvserve-cli: " << absl::StatusCodeToString(status.code()) << ": " << status.message()
+            << "\n";
+  return 1;
+}
+
+int Generate(Client& client) {
+  auto request = BuildRequest();
+  if (!request.ok()) return Fail(request.status());
+  const bool json = absl::GetFlag(FLAGS_json);
+  StreamResult r = client.GenerateStream(*request, [&](const StreamChunk& chunk) {
+    if (json) return;
+    if (!chunk.response.text().empty()) {
+      std::cout << chunk.response.text() << std::flush;
+    } else if (chunk.response.token_ids_size() > 0 && request->has_token_ids()) {
+      // A model without a tokenizer streams ids only.
+      std::cout << absl::StrJoin(chunk.response.token_ids(), " ") << " " << std::flush;
+    }
+  }, Call());
+  if (!r.status.ok()) {
+    if (!json) std::cout << "\n";
+    return Fail(ToAbslStatus(r.status));
+  }
+  const int tokens = r.response.token_ids_size();
+  const double ttft_ms = absl::ToDoubleMilliseconds(r.first_chunk - r.sent);
+  const double e2e_s = absl::ToDoubleSeconds(r.done - r.sent);
+  const double tokens_per_s = e2e_s > 0 ? tokens / e2e_s : 0;
+  const double decode_s = absl::ToDoubleSeconds(r.done - r.first_chunk);
+  const double decode_tokens_per_s = tokens > 1 && decode_s > 0 ? (tokens - 1) / decode_s : 0;
+  if (json) {
+    nlohmann::json out;
+    out["request_id"] = r.response.request_id();
+    out["token_ids"] = std::vector<int32_t>(r.response.token_ids().begin(), r.response.token_ids().end());
+    out["text"] = r.response.text();
+    out["finish_reason"] = FinishReasonName(r.response.finish_reason());
+    out["prompt_tokens"] = r.response.usage().prompt_tokens();
+    out["completion_tokens"] = r.response.usage().completion_tokens();
+    out["ttft_ms"] = ttft_ms;
+    out["e2e_ms"] = e2e_s * 1000;
+    out["tokens_per_s"] = tokens_per_s;
+    out["decode_tokens_per_s"] = decode_tokens_per_s;
+    // The text of the noise model may not be valid UTF-8 in pieces; replace, never throw.
+    std::cout << out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  } else {
+    std::cout << "\n--\n"
+              << "ttft " << absl::StrCat(ttft_ms) << " ms | " << tokens << " tokens in "
+              << absl::StrCat(e2e_s * 1000) << " ms | " << absl::StrCat(tokens_per_s)
+              << " tokens/s (decode " << absl::StrCat(decode_tokens_per_s) << " tokens/s) | "
+              << "finish: " << FinishReasonName(r.response.finish_reason()) << " | prompt "
+              << r.response.usage().prompt_tokens() << " tokens\n";
+  }
+  return 0;
+}
+
+int Info(Client& client) {
+  auto info = client.GetModelInfo(Call());
+  if (!info.ok()) return Fail(info.status());
+  std::cout << info->DebugString();
+  return 0;
+}
+
+int Tokenize(Client& client) {
+  auto ids = client.Tokenize(absl::GetFlag(FLAGS_prompt), true, Call());
+  if (!ids.ok()) return Fail(ids.status());
+  std::cout << absl::StrJoin(*ids, ",") << "\n";
+  return 0;
+}
+
+}  // namespace
+}  // namespace kvserve
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "kvserve-cli --target HOST:PORT (generate|info|tokenize|health) [flags]\n"
+      "  generate --prompt TEXT | --prompt-ids 1,2,3 [--max-tokens N] [--temperature T] "
+      "[--seed S] [--json]");
+  std::vector<char*> args = kvserve::NormalizeFlagNames(argc, argv);
+  std::vector<char*> positional = absl::ParseCommandLine(static_cast<int>(args.size()), args.data());
+  if (positional.size() != 2) {
+    std::cerr << "usage: kvserve-cli --target HOST:PORT (generate|info|tokenize|health) [flags]\n";
+    return 2;
+  }
+  const std::string command = positional[1];
+  kvserve::ClientOptions options;
+  options.targets = {absl::GetFlag(FLAGS_target)};
+  options.use_tls = absl::GetFlag(FLAGS_tls);
+  options.tls_root_certs_file = absl::GetFlag(FLAGS_tls_ca);
+  auto client = kvserve::Client::Connect(options);
+  if (!client.ok()) return kvserve::Fail(client.status());
+  if (command == "generate") return kvserve::Generate(**client);
+  if (command == "info") return kvserve::Info(**client);
+  if (command == "tokenize") return kvserve::Tokenize(**client);
+  if (command == "health") {
+    absl::Status s = (*client)->WaitUntilServing(absl::Seconds(absl::GetFlag(FLAGS_timeout_s) > 0 ? absl::GetFlag(FLAGS_timeout_s) : 1));
+    if (!s.ok()) return kvserve::Fail(s);
+    std::cout << "SERVING\n";
+    return 0;
+  }
+  std::cerr << "kvserve-cli: unknown command \"" << command << "\"\n";
+  return 2;
+}

@@ -1,0 +1,34 @@
+#include "server/flags.h"
+
+#include "absl/flags/flag.h"
+
+ABSL_FLAG(std::string, model, "",
+          "Hugging Face model directory (config.json, *.safetensors, tokenizer.json). Empty: the "
+          "built-in default model (random weights, byte tokenizer: its text is noise).");
+ABSL_FLAG(std::string, host, "0.0.0.0", "Address to listen on.");
+ABSL_FLAG(int, port, 50051, "gRPC port (0: any free port).");
+ABSL_FLAG(int, metrics_port, 9464,
+          "Prometheus /metrics HTTP port (0: any free port, -1: no metrics endpoint).");
+ABSL_FLAG(std::string, device, "auto", "cpu, cuda, or auto (cuda when a GPU is present).");
+ABSL_FLAG(std::string, dtype, "auto",
+          "Weights and activations on the GPU: float32, bfloat16, float16 or auto (bfloat16). "
+          "The CPU backend always computes in float32.");
+ABSL_FLAG(int, max_num_seqs, 64, "Sequences running at once.");
+ABSL_FLAG(int, max_num_batched_tokens, 1024,
+          "Tokens per engine step; long prompts are prefilled in chunks of at most this.");
+ABSL_FLAG(int, block_size, 16, "Tokens per KV-cache block (8, 16, 32 or 64).");
+ABSL_FLAG(int, num_kv_blocks, 0,
+          "KV-cache blocks in the pool. 0: sized from --kv_cache_memory_mb (CPU) or "
+          "--gpu_memory_utilization (GPU).");
+ABSL_FLAG(int, kv_cache_memory_mb, 512, "CPU: KV-cache memory when --num_kv_blocks is 0.");
+ABSL_FLAG(double, gpu_memory_utilization, 0.9,
+          "GPU: fraction of device memory for weights, workspace and KV cache.");
+ABSL_FLAG(int, max_queued_requests, 1024,
+          "Requests that may wait beyond the running ones; more get RESOURCE_EXHAUSTED.");
+ABSL_FLAG(int, default_max_new_tokens, 256,
+          "max_new_tokens when a request does not set it (capped by the context left).");
+ABSL_FLAG(double, shutdown_grace_s, 5.0,
+          "On SIGTERM/SIGINT, seconds in-flight requests get to finish before they are cancelled.");
+ABSL_FLAG(std::string, tls_cert, "", "PEM certificate chain: serve TLS (with --tls_key).");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key for --tls_cert.");
+ABSL_FLAG(std::string, log_level, "info", "debug, info, warning or error.");

@@ -1,0 +1,25 @@
+// Command-line flags of the kvserve server.
+#pragma once
+
+#include <string>
+
+#include "absl/flags/declare.h"
+
+ABSL_DECLARE_FLAG(std::string, model);
+ABSL_DECLARE_FLAG(std::string, host);
+ABSL_DECLARE_FLAG(int, port);
+ABSL_DECLARE_FLAG(int, metrics_port);
+ABSL_DECLARE_FLAG(std::string, device);
+ABSL_DECLARE_FLAG(std::string, dtype);
+ABSL_DECLARE_FLAG(int, max_num_seqs);
+ABSL_DECLARE_FLAG(int, max_num_batched_tokens);
+ABSL_DECLARE_FLAG(int, block_size);
+ABSL_DECLARE_FLAG(int, num_kv_blocks);
+ABSL_DECLARE_FLAG(int, kv_cache_memory_mb);
+ABSL_DECLARE_FLAG(double, gpu_memory_utilization);
+ABSL_DECLARE_FLAG(int, max_queued_requests);
+ABSL_DECLARE_FLAG(int, default_max_new_tokens);
+ABSL_DECLARE_FLAG(double, shutdown_grace_s);
+ABSL_DECLARE_FLAG(std::string, tls_cert);
+ABSL_DECLARE_FLAG(std::string, tls_key);
+ABSL_DECLARE_FLAG(std::string, log_level);

@@ -1,0 +1,98 @@
+// The gRPC side of Generate and GenerateStream (callback API).
+//
+// A reactor converts the request, submits it to the engine with a sink, and
+// turns what the engine delivers into responses. Lifetime: each reactor is
+// reference counted, one reference for gRPC (dropped in OnDone) and one for
+// the engine's sink (dropped when the engine releases the request), so
+// neither side ever touches a deleted reactor. gRPC operations (StartWrite,
+// Finish) are started outside the reactor's mutex, because gRPC may run the
+// resulting reactions inline on the calling thread.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "engine/engine.h"
+#include "kvserve/v1/inference.grpc.pb.h"
+#include "server/server_metrics.h"
+
+namespace kvserve {
+
+/// Deletes itself when the last reference goes.
+class RefCountedReactor {
+ public:
+  void Ref() { refs_.fetch_add(1); }
+  void Unref() {
+    if (refs_.fetch_sub(1) == 1) delete this;
+  }
+
+ protected:
+  virtual ~RefCountedReactor() = default;
+
+ private:
+  std::atomic<int> refs_{1};  // gRPC's reference
+};
+
+class GenerateStreamReactor final : public grpc::ServerWriteReactor<v1::GenerateResponse>,
+                                    public RefCountedReactor {
+ public:
+  GenerateStreamReactor(grpc::CallbackServerContext* context, const v1::GenerateRequest* request,
+                        Engine& engine, ServerMetrics& metrics);
+
+  // From the engine thread, through the sink.
+  void Deliver(RequestOutput output);
+  void DeliverAbort(absl::Status status);
+  bool cancelled() const { return cancelled_.load(); }
+
+  // gRPC reactions.
+  void OnWriteDone(bool ok) override;
+  void OnCancel() override;
+  void OnDone() override { Unref(); }
+
+ private:
+  void Pump();  // starts the next write, or the finish when due
+
+  Engine& engine_;
+  ServerMetrics& metrics_;
+  std::string request_id_;
+  std::atomic<bool> cancelled_{false};
+
+  std::mutex mu_;
+  v1::GenerateResponse pending_;    // merged outputs not yet written
+  bool has_pending_ = false;
+  v1::GenerateResponse in_flight_;  // owned by gRPC between StartWrite and OnWriteDone
+  bool writing_ = false;
+  bool write_failed_ = false;       // the client is gone; drop further writes
+  std::optional<grpc::Status> final_status_;
+  std::string outcome_;
+  bool finish_called_ = false;
+};
+
+class GenerateUnaryReactor final : public grpc::ServerUnaryReactor, public RefCountedReactor {
+ public:
+  GenerateUnaryReactor(grpc::CallbackServerContext* context, const v1::GenerateRequest* request,
+                       v1::GenerateResponse* response, Engine& engine, ServerMetrics& metrics);
+
+  void Deliver(RequestOutput output);
+  void DeliverAbort(absl::Status status);
+  bool cancelled() const { return cancelled_.load(); }
+
+  void OnCancel() override;
+  void OnDone() override { Unref(); }
+
+ private:
+  void FinishOnce(grpc::Status status, const std::string& outcome);
+
+  Engine& engine_;
+  ServerMetrics& metrics_;
+  v1::GenerateResponse* response_;
+  std::atomic<bool> cancelled_{false};
+  std::mutex mu_;
+  bool finish_called_ = false;
+};
+
+}  // namespace kvserve

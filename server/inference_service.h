@@ -1,0 +1,35 @@
+// kvserve.v1.Inference on the gRPC callback API. Handlers only validate,
+// enqueue and answer; generation runs on the engine thread.
+#pragma once
+
+#include "engine/engine.h"
+#include "kvserve/v1/inference.grpc.pb.h"
+#include "server/server_metrics.h"
+
+namespace kvserve {
+
+class InferenceService final : public v1::Inference::CallbackService {
+ public:
+  InferenceService(Engine& engine, ServerMetrics& metrics) : engine_(engine), metrics_(metrics) {}
+
+  grpc::ServerUnaryReactor* Generate(grpc::CallbackServerContext* context,
+                                     const v1::GenerateRequest* request,
+                                     v1::GenerateResponse* response) override;
+  grpc::ServerWriteReactor<v1::GenerateResponse>* GenerateStream(
+      grpc::CallbackServerContext* context, const v1::GenerateRequest* request) override;
+  grpc::ServerUnaryReactor* GetModelInfo(grpc::CallbackServerContext* context,
+                                         const v1::GetModelInfoRequest* request,
+                                         v1::GetModelInfoResponse* response) override;
+  grpc::ServerUnaryReactor* Tokenize(grpc::CallbackServerContext* context,
+                                     const v1::TokenizeRequest* request,
+                                     v1::TokenizeResponse* response) override;
+  grpc::ServerUnaryReactor* Detokenize(grpc::CallbackServerContext* context,
+                                       const v1::DetokenizeRequest* request,
+                                       v1::DetokenizeResponse* response) override;
+
+ private:
+  Engine& engine_;
+  ServerMetrics& metrics_;
+};
+
+}  // namespace kvserve

@@ -1,0 +1,127 @@
+// kvserve: the LLM inference server.
+//
+//   kvserve [--model DIR] [--host H] [--port P] [--metrics_port M] [--device cpu|cuda] ...
+//
+// Loads the model, starts the engine and the gRPC server, logs one line when
+// serving, and on SIGTERM/SIGINT stops accepting, gives in-flight streams
+// --shutdown_grace_s to finish (then cancels them), and exits 0.
+#include <signal.h>
+
+#include <cstdlib>
+#include <iostream>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "engine/engine.h"
+#include "engine/model_loader.h"
+#include "kernels/base/logging.h"
+#include "server/backend_factory.h"
+#include "server/flags.h"
+#include "server/server.h"
+
+namespace kvserve {
+namespace {
+
+absl::Status SetLogLevel(const std::string& level) {
+  if (level == "debug") SetMinLogLevel(LogLevel::kDebug);
+  else if (level == "info") SetMinLogLevel(LogLevel::kInfo);
+  else if (level == "warning") SetMinLogLevel(LogLevel::kWarning);
+  else if (level == "error") SetMinLogLevel(LogLevel::kError);
+  else return absl::InvalidArgumentError(absl::StrCat("--log_level: unknown level ", level));
+  return absl::OkStatus();
+}
+
+int Run() {
+  if (absl::Status s = SetLogLevel(absl::GetFlag(FLAGS_log_level)); !s.ok()) {
+    KV_LOG(ERROR) << s.message();
+    return 2;
+  }
+  EngineConfig config;
+  config.max_num_seqs = absl::GetFlag(FLAGS_max_num_seqs);
+  config.max_num_batched_tokens = absl::GetFlag(FLAGS_max_num_batched_tokens);
+  config.block_size = absl::GetFlag(FLAGS_block_size);
+  config.num_kv_blocks = absl::GetFlag(FLAGS_num_kv_blocks);
+  config.kv_cache_bytes = size_t(std::max(1, absl::GetFlag(FLAGS_kv_cache_memory_mb))) << 20;
+  config.max_queued_requests = absl::GetFlag(FLAGS_max_queued_requests);
+  config.default_max_new_tokens = static_cast<uint32_t>(std::max(0, absl::GetFlag(FLAGS_default_max_new_tokens)));
+  if (absl::Status s = config.Validate(); !s.ok()) {
+    KV_LOG(ERROR) << s.message();
+    return 2;
+  }
+
+  // Block the stop signals in every thread; main waits for them with sigwait.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  const std::string model_dir = absl::GetFlag(FLAGS_model);
+  absl::StatusOr<ModelSource> source = OpenModelSource(model_dir);
+  if (!source.ok()) {
+    KV_LOG(ERROR) << "cannot open the model: " << source.status().message();
+    return 1;
+  }
+  if (model_dir.empty()) {
+    KV_LOG(INFO) << "no --model: serving the built-in default model (random weights, byte "
+                 << "tokenizer): its text is noise";
+  }
+  BackendOptions backend_options{absl::GetFlag(FLAGS_device), absl::GetFlag(FLAGS_dtype),
+                                 absl::GetFlag(FLAGS_gpu_memory_utilization)};
+  absl::StatusOr<std::unique_ptr<Backend>> backend = MakeBackend(backend_options, source->config, config);
+  if (!backend.ok()) {
+    KV_LOG(ERROR) << backend.status().message();
+    return 2;
+  }
+  auto registry = std::make_shared<prometheus::Registry>();
+  absl::StatusOr<std::unique_ptr<Engine>> engine =
+      Engine::Create(config, *std::move(source), *std::move(backend), *registry);
+  if (!engine.ok()) {
+    KV_LOG(ERROR) << "cannot start the engine: " << engine.status().message();
+    return 1;
+  }
+
+  ServerOptions options;
+  options.host = absl::GetFlag(FLAGS_host);
+  options.port = absl::GetFlag(FLAGS_port);
+  options.metrics_port = absl::GetFlag(FLAGS_metrics_port);
+  options.shutdown_grace = absl::Seconds(absl::GetFlag(FLAGS_shutdown_grace_s));
+  options.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
+  options.tls_key_file = absl::GetFlag(FLAGS_tls_key);
+  absl::StatusOr<std::unique_ptr<KvServer>> server = KvServer::Start(options, **engine, *registry);
+  if (!server.ok()) {
+    KV_LOG(ERROR) << server.status().message();
+    return 1;
+  }
+  const ModelInfo& info = (*engine)->info();
+  KV_LOG(INFO) << "serving " << info.model_name << " on " << options.host << ":"
+               << (*server)->port() << " (" << info.device << ", " << info.dtype << ")"
+               << ((*server)->metrics_port() > 0
+                       ? absl::StrCat("; metrics on http://", options.host, ":",
+                                      (*server)->metrics_port(), "/metrics")
+                       : std::string());
+
+  int signal_number = 0;
+  sigwait(&stop_signals, &signal_number);
+  KV_LOG(INFO) << "received " << (signal_number == SIGTERM ? "SIGTERM" : "SIGINT")
+               << ": draining in-flight requests (up to " << absl::GetFlag(FLAGS_shutdown_grace_s)
+               << " s)";
+  (*server)->Shutdown();
+  (*engine)->Stop();
+  KV_LOG(INFO) << "stopped";
+  return 0;
+}
+
+}  // namespace
+}  // namespace kvserve
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "kvserve: LLM inference server over gRPC.\n"
+      "  kvserve [--model DIR] [--port 50051] [--device cpu|cuda] [...]\n"
+      "Run with --helpfull for every flag.");
+  absl::ParseCommandLine(argc, argv);
+  return kvserve::Run();
+}

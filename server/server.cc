@@ -1,0 +1,96 @@
+#include "server/server.h"
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/health_check_service_interface.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "kernels/base/logging.h"
+
+namespace kvserve {
+namespace {
+
+absl::StatusOr<std::string> ReadPem(const std::string& path, const char* flag) {
+  std::ifstream in(path);
+  if (!in) return absl::InvalidArgumentError(absl::StrCat("--", flag, ": cannot read ", path));
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const ServerOptions& o) {
+  if (o.tls_cert_file.empty() && o.tls_key_file.empty()) return grpc::InsecureServerCredentials();
+  if (o.tls_cert_file.empty() || o.tls_key_file.empty()) {
+    return absl::InvalidArgumentError("--tls_cert and --tls_key must be given together");
+  }
+  grpc::SslServerCredentialsOptions ssl;
+  grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
+  absl::StatusOr<std::string> cert = ReadPem(o.tls_cert_file, "tls_cert");
+  if (!cert.ok()) return cert.status();
+  absl::StatusOr<std::string> key = ReadPem(o.tls_key_file, "tls_key");
+  if (!key.ok()) return key.status();
+  pair.cert_chain = *cert;
+  pair.private_key = *key;
+  ssl.pem_key_cert_pairs.push_back(pair);
+  return grpc::SslServerCredentials(ssl);
+}
+
+}  // namespace
+
+KvServer::KvServer(Engine& engine, prometheus::Registry& registry)
+    : metrics_registry_(registry), service_(engine, metrics_registry_) {}
+
+absl::StatusOr<std::unique_ptr<KvServer>> KvServer::Start(const ServerOptions& options,
+                                                          Engine& engine,
+                                                          prometheus::Registry& registry) {
+  if (options.port < 0 || options.port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat("--port must be in [0, 65535], got ", options.port));
+  }
+  std::unique_ptr<KvServer> server(new KvServer(engine, registry));
+  server->options_ = options;
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> creds = Credentials(options);
+  if (!creds.ok()) return creds.status();
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  const std::string address = absl::StrCat(options.host, ":", options.port);
+  builder.AddListeningPort(address, *creds, &server->port_);
+  builder.RegisterService(&server->service_);
+  server->server_ = builder.BuildAndStart();
+  if (server->server_ == nullptr || server->port_ == 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", address));
+  }
+  grpc::HealthCheckServiceInterface* health = server->server_->GetHealthCheckService();
+  health->SetServingStatus(true);
+  health->SetServingStatus("kvserve.v1.Inference", true);
+
+  if (options.metrics_port >= 0) {
+    auto metrics = MetricsHttpServer::Start(options.host, options.metrics_port, registry);
+    if (!metrics.ok()) {
+      server->Shutdown();
+      return metrics.status();
+    }
+    server->metrics_ = *std::move(metrics);
+  }
+  return server;
+}
+
+void KvServer::Shutdown() {
+  if (shut_down_) return;
+  shut_down_ = true;
+  if (server_) {
+    server_->GetHealthCheckService()->SetServingStatus(false);
+    const auto deadline = std::chrono::system_clock::now() +
+                          absl::ToChronoMilliseconds(options_.shutdown_grace);
+    server_->Shutdown(deadline);
+    server_->Wait();
+  }
+  metrics_.reset();
+}
+
+KvServer::~KvServer() { Shutdown(); }
+
+}  // namespace kvserve

@@ -1,0 +1,54 @@
+// The gRPC server around an Engine: kvserve.v1.Inference, grpc.health.v1.Health,
+// server reflection, and the Prometheus endpoint.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "engine/engine.h"
+#include "server/inference_service.h"
+#include "server/metrics_http.h"
+#include "server/server_metrics.h"
+
+namespace kvserve {
+
+struct ServerOptions {
+  std::string host = "0.0.0.0";
+  int port = 50051;          // 0: any free port
+  int metrics_port = 9464;   // 0: any free port; -1: no metrics endpoint
+  /// On shutdown, in-flight requests get this long to finish before they are cancelled.
+  absl::Duration shutdown_grace = absl::Seconds(5);
+  std::string tls_cert_file;  // PEM; with tls_key_file, serve TLS instead of plaintext
+  std::string tls_key_file;
+};
+
+class KvServer {
+ public:
+  static absl::StatusOr<std::unique_ptr<KvServer>> Start(const ServerOptions& options,
+                                                         Engine& engine,
+                                                         prometheus::Registry& registry);
+  ~KvServer();
+
+  int port() const { return port_; }
+  int metrics_port() const { return metrics_ ? metrics_->port() : -1; }
+  /// Stops accepting calls, lets in-flight ones finish within the grace
+  /// period, cancels the rest, and waits for all of them. Idempotent.
+  void Shutdown();
+
+ private:
+  KvServer(Engine& engine, prometheus::Registry& registry);
+
+  ServerOptions options_;
+  ServerMetrics metrics_registry_;
+  InferenceService service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<MetricsHttpServer> metrics_;
+  int port_ = 0;
+  bool shut_down_ = false;
+};
+
+}  // namespace kvserve
