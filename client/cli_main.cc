@@ -41,6 +41,20 @@ ABSL_FLAG(std::string, tls_ca, "", "PEM root certificates for --tls (default: sy
 namespace kvserve {
 namespace {
 
+// Streamed text goes to a terminal: show control characters (a random model
+// emits ESC sequences too) as \xNN instead of letting them drive the terminal.
+std::string Printable(const std::string& text) {
+  std::string out;
+  for (unsigned char c : text) {
+    if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f) {
+      out += absl::StrCat("\\x", absl::Hex(c, absl::kZeroPad2));
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
 absl::StatusOr<std::vector<int32_t>> ParseIds(const std::string& text) {
   std::vector<int32_t> ids;
   for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
@@ -98,7 +112,7 @@ int Generate(Client& client) {
   StreamResult r = client.GenerateStream(*request, [&](const StreamChunk& chunk) {
     if (json) return;
     if (!chunk.response.text().empty()) {
-      std::cout << chunk.response.text() << std::flush;
+      std::cout << Printable(chunk.response.text()) << std::flush;
     } else if (chunk.response.token_ids_size() > 0 && request->has_token_ids()) {
       // A model without a tokenizer streams ids only.
       std::cout << absl::StrJoin(chunk.response.token_ids(), " ") << " " << std::flush;

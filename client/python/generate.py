@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""Streams a completion from a kvserve server, using stubs generated from
+proto/kvserve/v1/inference.proto by protoc and grpc_python_plugin (the build
+writes them to build/python; put that directory on PYTHONPATH).
+
+    PYTHONPATH=build/python python3 client/python/generate.py \
+        --target localhost:50051 --prompt "Hello" --max-tokens 32
+
+Prints the text as it arrives (or the token ids, for --prompt-ids), then a
+summary line; --json prints one JSON object instead.
+"""
+import argparse
+import json
+import sys
+import time
+
+import grpc
+from kvserve.v1 import inference_pb2, inference_pb2_grpc
+
+
+def build_request(args):
+    request = inference_pb2.GenerateRequest()
+    if args.prompt is not None:
+        request.text = args.prompt
+    else:
+        request.token_ids.ids.extend(int(x) for x in args.prompt_ids.split(","))
+    request.sampling.temperature = args.temperature
+    if args.seed is not None:
+        request.sampling.seed = args.seed
+    request.stopping.max_new_tokens = args.max_tokens
+    request.stopping.ignore_eos = args.ignore_eos
+    return request
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--target", default="localhost:50051")
+    group = parser.add_mutually_exclusive_group(required=True)
+    group.add_argument("--prompt", help="prompt text (the model needs a tokenizer)")
+    group.add_argument("--prompt-ids", help="comma-separated token ids")
+    parser.add_argument("--max-tokens", type=int, default=32)
+    parser.add_argument("--temperature", type=float, default=0.0)
+    parser.add_argument("--seed", type=int)
+    parser.add_argument("--ignore-eos", action="store_true")
+    parser.add_argument("--unary", action="store_true", help="use Generate instead of GenerateStream")
+    parser.add_argument("--timeout-s", type=float, default=60.0)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+
+    with grpc.insecure_channel(args.target) as channel:
+        stub = inference_pb2_grpc.InferenceStub(channel)
+        request = build_request(args)
+        sent = time.monotonic()
+        first = None
+        token_ids, text, last = [], [], None
+        try:
+            if args.unary:
+                last = stub.Generate(request, timeout=args.timeout_s)
+                first = time.monotonic()
+                token_ids.extend(last.token_ids)
+                text.append(last.text)
+            else:
+                for message in stub.GenerateStream(request, timeout=args.timeout_s):
+                    if first is None:
+                        first = time.monotonic()
+                    token_ids.extend(message.token_ids)
+                    text.append(message.text)
+                    if not args.json:
+                        if message.text:
+                            sys.stdout.write(message.text)
+                        elif args.prompt_ids:
+                            sys.stdout.write(" ".join(map(str, message.token_ids)) + " ")
+                        sys.stdout.flush()
+                    last = message
+        except grpc.RpcError as error:
+            print(f"\nerror: {error.code().name}: {error.details()}", file=sys.stderr)
+            return 1
+        done = time.monotonic()
+
+    reason = inference_pb2.FinishReason.Name(last.finish_reason)
+    elapsed = done - sent
+    summary = {
+        "request_id": last.request_id,
+        "token_ids": token_ids,
+        "text": "".join(text),
+        "finish_reason": reason,
+        "prompt_tokens": last.usage.prompt_tokens,
+        "completion_tokens": last.usage.completion_tokens,
+        "ttft_ms": (first - sent) * 1000.0,
+        "tokens_per_s": len(token_ids) / elapsed if elapsed > 0 else 0.0,
+    }
+    if args.json:
+        print(json.dumps(summary))
+    else:
+        print(f"\n--\nttft {summary['ttft_ms']:.1f} ms | {len(token_ids)} tokens | "
+              f"{summary['tokens_per_s']:.1f} tokens/s | finish: {reason}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
