@@ -28,6 +28,9 @@ struct ActiveRequest {
 
 namespace {
 
+// A cancel this close to the deadline is taken to be the deadline's.
+constexpr absl::Duration kDeadlineCancelSlack = absl::Milliseconds(100);
+
 float UniformFloat(std::mt19937_64& rng) {
   return static_cast<float>(rng() >> 40) * (1.0f / 16777216.0f);  // 24 bits: [0, 1)
 }
@@ -196,12 +199,17 @@ void Engine::AbortCancelledAndExpired() {
   const absl::Time now = absl::Now();
   std::vector<std::pair<ActiveRequest*, absl::Status>> doomed;
   for (auto& [id, req] : active_) {
-    if (req->sink->IsCancelled()) {
-      doomed.emplace_back(req.get(), absl::CancelledError("request cancelled by the client"));
-    } else if (now >= req->request.deadline) {
+    // The deadline first: gRPC also cancels a call whose deadline passed, and
+    // the client's own timer may cancel it a moment before the server's
+    // clock reaches the deadline (gRPC does not say why a call was cancelled).
+    const bool cancelled = req->sink->IsCancelled();
+    if (now >= req->request.deadline ||
+        (cancelled && req->request.deadline - now < kDeadlineCancelSlack)) {
       doomed.emplace_back(req.get(), absl::DeadlineExceededError(absl::StrCat(
                                          "deadline exceeded after ",
                                          absl::ToInt64Milliseconds(now - req->arrival), " ms")));
+    } else if (cancelled) {
+      doomed.emplace_back(req.get(), absl::CancelledError("request cancelled by the client"));
     }
   }
   for (auto& [req, status] : doomed) Abort(*req, status);
@@ -295,22 +303,29 @@ void Engine::ProcessToken(ActiveRequest& req, int32_t token, std::vector<float> 
   out.prompt_tokens = static_cast<uint32_t>(req.request.prompt.size());
   out.completion_tokens = req.num_generated;
   if (req.request.capture_logits) out.logits.push_back(std::move(logits));
-  req.sink->OnOutput(std::move(out));
-  if (reason != FinishReason::kNone) {
-    metrics_.e2e_latency.Observe(absl::ToDoubleSeconds(now - req.arrival));
-    Release(req.id);
+  if (reason == FinishReason::kNone) {
+    req.sink->OnOutput(std::move(out));
+    return;
   }
+  metrics_.e2e_latency.Observe(absl::ToDoubleSeconds(now - req.arrival));
+  // Free the blocks before the client can see the end.
+  std::shared_ptr<RequestSink> sink = Release(req.id);
+  sink->OnOutput(std::move(out));
 }
 
 void Engine::Abort(ActiveRequest& req, absl::Status status) {
-  req.sink->OnAbort(std::move(status));
-  Release(req.id);
+  std::shared_ptr<RequestSink> sink = Release(req.id);
+  sink->OnAbort(std::move(status));
 }
 
-void Engine::Release(SeqId id) {
+std::shared_ptr<RequestSink> Engine::Release(SeqId id) {
+  auto it = active_.find(id);
+  std::shared_ptr<RequestSink> sink = std::move(it->second->sink);
   scheduler_->Remove(id);
-  active_.erase(id);
+  active_.erase(it);
   live_requests_.fetch_sub(1);
+  UpdateGauges();
+  return sink;
 }
 
 void Engine::UpdateGauges() {

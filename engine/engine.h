@@ -69,7 +69,8 @@ class Engine {
   void Step();
   void ProcessToken(ActiveRequest& req, int32_t token, std::vector<float> logits);
   void Abort(ActiveRequest& req, absl::Status status);
-  void Release(SeqId id);
+  /// Frees the request's blocks and forgets it; returns its sink for the last call.
+  std::shared_ptr<RequestSink> Release(SeqId id);
   void UpdateGauges();
 
   EngineConfig config_;

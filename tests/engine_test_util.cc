@@ -76,3 +76,14 @@ std::shared_ptr<CollectingSink> RunToCompletion(Engine& engine, Request request)
 }
 
 }  // namespace kvserve::testing
+
+namespace kvserve::testing {
+double MetricValue(prometheus::Registry& registry, const std::string& name) {
+  for (const prometheus::MetricFamily& family : registry.Collect()) {
+    if (family.name != name || family.metric.empty()) continue;
+    const prometheus::ClientMetric& m = family.metric[0];
+    return family.type == prometheus::MetricType::Counter ? m.counter.value : m.gauge.value;
+  }
+  return -1;
+}
+}  // namespace kvserve::testing

@@ -61,3 +61,8 @@ Request GreedyRequest(std::vector<int32_t> prompt, uint32_t max_new_tokens,
 std::shared_ptr<CollectingSink> RunToCompletion(Engine& engine, Request request);
 
 }  // namespace kvserve::testing
+
+namespace kvserve::testing {
+/// The value of an unlabelled gauge or counter in `registry`, or -1.
+double MetricValue(prometheus::Registry& registry, const std::string& name);
+}  // namespace kvserve::testing

@@ -2,6 +2,7 @@
 // computing logits at every position, against transformers' per-position
 // logit sums. This checks the causal mask at every position, not only the last.
 #include <numeric>
+#include <random>
 
 #include "engine/checkpoint.h"
 #include "engine/kv_cache.h"
@@ -14,33 +15,34 @@
 namespace kvserve::testing {
 namespace {
 
-class ModelForwardTest : public ::testing::TestWithParam<std::string> {};
+// Runs one whole-prompt prefill returning the logits at every position.
+class PromptRunner {
+ public:
+  explicit PromptRunner(const std::string& dir) {
+    auto checkpoint = Checkpoint::Open(dir);
+    EXPECT_TRUE(checkpoint.ok()) << checkpoint.status();
+    config_ = (*checkpoint)->config();
+    auto model = LlamaModel::Create(config_, **checkpoint, backend_, kMaxTokens, kMaxTokens);
+    EXPECT_TRUE(model.ok()) << model.status();
+    model_ = *std::move(model);
+    auto cache = KvCache::Create(backend_, config_, kMaxTokens / kBlockSize, kBlockSize);
+    EXPECT_TRUE(cache.ok()) << cache.status();
+    cache_ = *std::move(cache);
+  }
 
-TEST_P(ModelForwardTest, LogitSumsAtEveryPromptPositionMatchTransformers) {
-  const std::string dir = FixtureDir(GetParam());
-  auto checkpoint = Checkpoint::Open(dir);
-  ASSERT_TRUE(checkpoint.ok()) << checkpoint.status();
-  const ModelConfig config = (*checkpoint)->config();
-  CpuBackend backend;
-  constexpr int kMaxTokens = 256, kBlockSize = 16;
-  auto model = LlamaModel::Create(config, **checkpoint, backend, kMaxTokens, kMaxTokens);
-  ASSERT_TRUE(model.ok()) << model.status();
-  auto cache = KvCache::Create(backend, config, kMaxTokens / kBlockSize, kBlockSize);
-  ASSERT_TRUE(cache.ok()) << cache.status();
-
-  for (const GoldenCase& c : LoadGolden(dir + "/golden.json")) {
-    SCOPED_TRACE("prompt of " + std::to_string(c.prompt.size()) + " tokens");
-    const int n = static_cast<int>(c.prompt.size());
+  // [n, V] logits, row i for prompt position i.
+  std::vector<std::vector<float>> AllLogits(const std::vector<int32_t>& prompt) {
+    const int n = static_cast<int>(prompt.size());
     // Blocks in reverse order, so the table is not the identity.
     const int blocks = (n + kBlockSize - 1) / kBlockSize;
     std::vector<int32_t> table(blocks), positions(n), slots(n), rows(n);
-    for (int b = 0; b < blocks; ++b) table[b] = (*cache)->num_blocks() - 1 - b;
+    for (int b = 0; b < blocks; ++b) table[b] = cache_->num_blocks() - 1 - b;
     for (int i = 0; i < n; ++i) {
       positions[i] = i;
       slots[i] = table[i / kBlockSize] * kBlockSize + i % kBlockSize;
       rows[i] = i;
     }
-    std::vector<int32_t> ids = c.prompt, cu = {0, n}, ctx = {n};
+    std::vector<int32_t> ids = prompt, cu = {0, n}, ctx = {n};
     StepBatch b;
     b.num_tokens = b.num_prefill_tokens = b.num_samples = n;
     b.num_prefill_seqs = 1;
@@ -54,18 +56,62 @@ TEST_P(ModelForwardTest, LogitSumsAtEveryPromptPositionMatchTransformers) {
     b.decode_context_lens = Tensor(ctx.data(), DType::kInt32, {0});
     b.decode_block_tables = Tensor(table.data(), DType::kInt32, {0, blocks});
     b.sample_rows = Tensor(rows.data(), DType::kInt32, {n});
-    auto logits = (*model)->Forward(b, **cache);
-    ASSERT_TRUE(logits.ok()) << logits.status();
-    const int vocab = config.vocab_size;
+    auto logits = model_->Forward(b, *cache_);
+    EXPECT_TRUE(logits.ok()) << logits.status();
+    std::vector<std::vector<float>> out;
+    const int vocab = config_.vocab_size;
     for (int i = 0; i < n; ++i) {
       const float* row = logits->as<float>() + int64_t(i) * vocab;
-      const double sum = std::accumulate(row, row + vocab, 0.0);
-      // Sums of V logits: allow 1e-3 per logit of accumulated difference.
-      ASSERT_NEAR(sum, c.logits_sum_per_pos[i], 1e-3 * std::sqrt(double(vocab)) + 1e-4 * std::fabs(sum))
+      out.emplace_back(row, row + vocab);
+    }
+    return out;
+  }
+
+  const ModelConfig& config() const { return config_; }
+
+ private:
+  static constexpr int kMaxTokens = 256, kBlockSize = 16;
+  CpuBackend backend_;
+  ModelConfig config_;
+  std::unique_ptr<LlamaModel> model_;
+  std::unique_ptr<KvCache> cache_;
+};
+
+class ModelForwardTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ModelForwardTest, LogitSumsAtEveryPromptPositionMatchTransformers) {
+  const std::string dir = FixtureDir(GetParam());
+  PromptRunner runner(dir);
+  for (const GoldenCase& c : LoadGolden(dir + "/golden.json")) {
+    SCOPED_TRACE("prompt of " + std::to_string(c.prompt.size()) + " tokens");
+    const auto logits = runner.AllLogits(c.prompt);
+    const double vocab = runner.config().vocab_size;
+    for (size_t i = 0; i < c.prompt.size(); ++i) {
+      const double sum = std::accumulate(logits[i].begin(), logits[i].end(), 0.0);
+      // Sums of V logits: allow 1e-3 per logit, accumulated as a random walk.
+      ASSERT_NEAR(sum, c.logits_sum_per_pos[i], 1e-3 * std::sqrt(vocab) + 1e-4 * std::fabs(sum))
           << "position " << i;
     }
-    const float* last = logits->as<float>() + int64_t(n - 1) * vocab;
-    EXPECT_LT(MaxAbsDiff(std::vector<float>(last, last + vocab), c.last_logits), 1e-3);
+    EXPECT_LT(MaxAbsDiff(logits.back(), c.last_logits), 1e-3);
+  }
+}
+
+TEST_P(ModelForwardTest, LaterTokensNeverChangeEarlierOutputs) {
+  // Causality: change every token after position i; outputs at positions <= i
+  // stay the same (to float rounding), and later ones change.
+  PromptRunner runner(FixtureDir(GetParam()));
+  std::mt19937 rng(3);
+  const int vocab = runner.config().vocab_size;
+  std::vector<int32_t> prompt(100);
+  for (int32_t& t : prompt) t = rng() % vocab;
+  const auto base = runner.AllLogits(prompt);
+  for (int i : {0, 1, 15, 16, 50, 98}) {
+    SCOPED_TRACE("changed after position " + std::to_string(i));
+    std::vector<int32_t> changed = prompt;
+    for (size_t j = i + 1; j < changed.size(); ++j) changed[j] = (changed[j] + 1 + rng() % (vocab - 1)) % vocab;
+    const auto logits = runner.AllLogits(changed);
+    for (int p = 0; p <= i; ++p) ASSERT_LT(MaxAbsDiff(logits[p], base[p]), 1e-6) << "position " << p;
+    EXPECT_GT(MaxAbsDiff(logits[i + 1], base[i + 1]), 1e-3);
   }
 }
 
