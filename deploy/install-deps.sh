@@ -24,7 +24,7 @@ BUILD_PACKAGES=(
 TEST_PACKAGES=(
   python3 python3-grpcio python3-protobuf
   gnuplot-nox
-  curl
+  curl openssl
 )
 # What the installed server binary links at run time (used by the Dockerfile).
 RUNTIME_PACKAGES=(

@@ -225,6 +225,7 @@ void Engine::Step() {
     return;
   }
   metrics_.preemptions_total.Increment(static_cast<double>(schedule.preempted.size()));
+  UpdateGauges();  // blocks were just allocated: record the high-water mark
   const absl::Time now = absl::Now();
   for (SeqId id : schedule.admitted) {
     ActiveRequest& req = *active_.at(id);
@@ -329,8 +330,10 @@ std::shared_ptr<RequestSink> Engine::Release(SeqId id) {
 }
 
 void Engine::UpdateGauges() {
-  used_blocks_.store(blocks_->num_used_blocks());
-  metrics_.kv_blocks_used.Set(blocks_->num_used_blocks());
+  const int used = blocks_->num_used_blocks();
+  used_blocks_.store(used);
+  metrics_.kv_blocks_used.Set(used);
+  if (used > metrics_.kv_blocks_used_peak.Value()) metrics_.kv_blocks_used_peak.Set(used);
   metrics_.requests_running.Set(scheduler_->num_running());
   metrics_.requests_waiting.Set(scheduler_->num_waiting());
 }

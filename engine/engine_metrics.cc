@@ -26,6 +26,8 @@ prometheus::Histogram& MakeHistogram(prometheus::Registry& r, const char* name, 
 EngineMetrics::EngineMetrics(prometheus::Registry& r)
     : kv_blocks_total(MakeGauge(r, "kvserve_kv_blocks_total", "KV cache blocks in the pool")),
       kv_blocks_used(MakeGauge(r, "kvserve_kv_blocks_used", "KV cache blocks held by sequences")),
+      kv_blocks_used_peak(MakeGauge(r, "kvserve_kv_blocks_used_peak",
+                                    "Most KV cache blocks held at once since start")),
       requests_running(MakeGauge(r, "kvserve_requests_running", "Sequences admitted and running")),
       requests_waiting(MakeGauge(r, "kvserve_requests_waiting",
                                  "Requests queued or preempted, waiting for admission")),

@@ -17,6 +17,7 @@ struct EngineMetrics {
 
   prometheus::Gauge& kv_blocks_total;
   prometheus::Gauge& kv_blocks_used;
+  prometheus::Gauge& kv_blocks_used_peak;  // high-water mark since start
   prometheus::Gauge& requests_running;
   prometheus::Gauge& requests_waiting;
   prometheus::Counter& preemptions_total;

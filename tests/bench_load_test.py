@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""kvserve-bench against a real CPU server on the default model, bounded to a
+few seconds: zero errors, the requests it counts match the server's
+kvserve_requests_total, its numbers are self-consistent, its TTFT agrees with
+the server's own TTFT histogram, and the JSON and the plot are written.
+
+Run by ctest with KVSERVE_BIN and KVSERVE_BENCH_BIN set."""
+import json
+import os
+import re
+import subprocess
+import tempfile
+import unittest
+import urllib.request
+
+
+def scrape(url):
+    text = urllib.request.urlopen(url, timeout=5).read().decode()
+    values = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            series, value = line.rsplit(" ", 1)
+            values[series] = float(value)
+    return values
+
+
+def total(values, name):
+    return sum(v for k, v in values.items() if k == name or k.startswith(name + "{"))
+
+
+class BenchLoadTest(unittest.TestCase):
+    def test_bounded_sweep_is_consistent_with_the_server(self):
+        server = subprocess.Popen(
+            [os.environ["KVSERVE_BIN"], "--port=0", "--metrics_port=0", "--host=127.0.0.1"],
+            stderr=subprocess.PIPE, text=True)
+        try:
+            grpc_port = metrics_port = None
+            for line in server.stderr:
+                match = re.search(r"serving .* on [0-9.]+:(\d+).*metrics on http://[0-9.]+:(\d+)/", line)
+                if match:
+                    grpc_port, metrics_port = match.group(1), match.group(2)
+                    break
+            self.assertIsNotNone(grpc_port, "the server did not start")
+            metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"
+            before = scrape(metrics_url)
+            with tempfile.TemporaryDirectory() as tmp:
+                report, plot = os.path.join(tmp, "report.json"), os.path.join(tmp, "sweep.png")
+                bench = subprocess.run(
+                    [os.environ["KVSERVE_BENCH_BIN"], f"--target=127.0.0.1:{grpc_port}",
+                     "--concurrency=1,4", "--duration_s=4", "--warmup_requests=2",
+                     "--prompt_tokens=32", "--output_tokens=24", "--output_dist=uniform",
+                     f"--metrics_url={metrics_url}", f"--json_out={report}", f"--plot_out={plot}"],
+                    capture_output=True, text=True, timeout=120)
+                self.assertEqual(bench.returncode, 0, bench.stderr + bench.stdout)
+                self.assertIn("concurrency 4", bench.stdout)
+                with open(report) as f:
+                    result = json.load(f)
+                with open(plot, "rb") as f:
+                    self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+            after = scrape(metrics_url)
+        finally:
+            server.terminate()
+            self.assertEqual(server.wait(timeout=30), 0)
+
+        measured = 0
+        for level in result["levels"]:
+            with self.subTest(level=level["label"]):
+                self.assertEqual(level["failed"], 0)
+                self.assertGreater(level["completed"], 0)
+                measured += level["completed"]
+                # Self-consistency: rates × duration give back the counts.
+                self.assertAlmostEqual(level["output_tokens_per_s"] * level["duration_s"],
+                                       level["output_tokens"], delta=1e-6 * level["output_tokens"] + 1e-9)
+                self.assertAlmostEqual(level["request_throughput"] * level["duration_s"],
+                                       level["completed"], delta=1e-6 * level["completed"] + 1e-9)
+                self.assertAlmostEqual(level["total_tokens_per_s"] * level["duration_s"],
+                                       level["prompt_tokens"] + level["output_tokens"], delta=1e-3)
+                self.assertEqual(level["ttft_ms"]["count"], level["completed"])
+                self.assertLessEqual(level["ttft_ms"]["p50"], level["e2e_ms"]["p50"])
+                self.assertEqual(level["prompt_tokens"], 32 * level["completed"])
+                # The server counted exactly the measured requests of the level,
+                # and its TTFT (arrival → first token) is below the client's
+                # (send → first chunk received) by at most the transport time.
+                server_side = level["server"]
+                self.assertEqual(server_side["requests"], level["completed"])
+                self.assertEqual(server_side["ttft_count"], level["completed"])
+                margin = 5.0 + 0.10 * level["ttft_ms"]["mean"]
+                self.assertLessEqual(server_side["ttft_mean_ms"], level["ttft_ms"]["mean"] + 0.5)
+                self.assertGreaterEqual(server_side["ttft_mean_ms"], level["ttft_ms"]["mean"] - margin)
+                self.assertEqual(server_side["kv_blocks_total"], after["kvserve_kv_blocks_total"])
+        # Over the whole run (warm-ups included: 2 per level), the server's
+        # request counter moved by exactly what the bench sent.
+        counted = total(after, "kvserve_requests_total") - total(before, "kvserve_requests_total")
+        self.assertEqual(counted, measured + 2 * len(result["levels"]))
+        self.assertEqual(after["kvserve_kv_blocks_used"], 0)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
