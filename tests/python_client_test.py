@@ -57,6 +57,28 @@ class PythonClientTest(unittest.TestCase):
         self.assertEqual(out["prompt_tokens"], 6)  # BOS + 5 bytes
         self.assertEqual(len(out["token_ids"]), 8)
 
+    def test_reflection_describes_the_api(self):
+        """What grpcurl-style tools see: the services, and the full API schema."""
+        import grpc
+        from google.protobuf import descriptor_pb2
+        from reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+        with grpc.insecure_channel(self.target) as channel:
+            stub = reflection_pb2_grpc.ServerReflectionStub(channel)
+            requests = [reflection_pb2.ServerReflectionRequest(list_services=""),
+                        reflection_pb2.ServerReflectionRequest(
+                            file_containing_symbol="kvserve.v1.Inference")]
+            responses = list(stub.ServerReflectionInfo(iter(requests), timeout=10))
+        services = {s.name for s in responses[0].list_services_response.service}
+        self.assertTrue({"kvserve.v1.Inference", "grpc.health.v1.Health"} <= services, services)
+        files = [descriptor_pb2.FileDescriptorProto.FromString(raw)
+                 for raw in responses[1].file_descriptor_response.file_descriptor_proto]
+        api = next(f for f in files if f.package == "kvserve.v1")
+        methods = {m.name for s in api.service for m in s.method}
+        self.assertEqual(methods, {"Generate", "GenerateStream", "GetModelInfo", "Tokenize", "Detokenize"})
+        request = next(m for m in api.message_type if m.name == "GenerateRequest")
+        self.assertEqual({f.name for f in request.field},
+                         {"request_id", "text", "token_ids", "sampling", "stopping"})
+
     def test_invalid_argument(self):
         result = self.run_example("--prompt-ids", "1,2", "--max-tokens", "0", expect_ok=False)
         self.assertNotEqual(result.returncode, 0)
