@@ -20,7 +20,9 @@ inline constexpr char kDefaultModelName[] = "kvserve-default-random";
 ModelConfig DefaultModelConfig();
 
 /// Deterministic pseudo-random weights for any config, by tensor name: the
-/// same name and seed always give the same values on every platform.
+/// same name and seed always give the same values on every platform. Element
+/// i of a tensor depends only on (seed, name, i), so a tensor can be made in
+/// pieces (kvserve-mkmodel writes multi-GB checkpoints chunk by chunk).
 class RandomWeightSource final : public WeightSource {
  public:
   RandomWeightSource(ModelConfig config, uint64_t seed) : config_(std::move(config)), seed_(seed) {}
@@ -28,9 +30,15 @@ class RandomWeightSource final : public WeightSource {
   absl::StatusOr<TensorData> Get(absl::string_view name) override;
   std::string Describe() const override { return kDefaultModelName; }
 
- private:
+  /// The Hugging Face shape of `name` for this config; empty if unknown.
   std::vector<int64_t> ShapeOf(absl::string_view name) const;
+  /// Elements [offset, offset + count) of tensor `name` of `shape`.
+  void Fill(absl::string_view name, const std::vector<int64_t>& shape, int64_t offset,
+            int64_t count, float* out) const;
+  /// Every tensor name the config calls for, in checkpoint order.
+  std::vector<std::string> TensorNames() const;
 
+ private:
   ModelConfig config_;
   uint64_t seed_;
   std::vector<float> scratch_;

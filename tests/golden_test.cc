@@ -40,7 +40,8 @@ TEST_P(GoldenTest, GreedyTokensAndLastLogitsMatchTransformers) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, GoldenTest,
-                         ::testing::Values("tiny-llama-gqa", "tiny-llama-mha-d128"));
+                         ::testing::Values("tiny-llama-gqa", "tiny-llama-mha-d128", "tiny-llama3",
+                                           "tiny-qwen2", "tiny-mistral"));
 
 }  // namespace
 }  // namespace kvserve::testing

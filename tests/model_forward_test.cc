@@ -116,7 +116,8 @@ TEST_P(ModelForwardTest, LaterTokensNeverChangeEarlierOutputs) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, ModelForwardTest,
-                         ::testing::Values("tiny-llama-gqa", "tiny-llama-mha-d128"));
+                         ::testing::Values("tiny-llama-gqa", "tiny-llama-mha-d128", "tiny-llama3",
+                                           "tiny-qwen2", "tiny-mistral"));
 
 }  // namespace
 }  // namespace kvserve::testing
