@@ -26,11 +26,10 @@ namespace fs = std::filesystem;
 
 // A safetensors image: header JSON (as given) + `data_bytes` bytes of data.
 std::vector<uint8_t> Image(const std::string& header, size_t data_bytes, int64_t claimed_len = -1) {
-  std::vector<uint8_t> out(8);
   const uint64_t len = claimed_len >= 0 ? uint64_t(claimed_len) : header.size();
+  std::vector<uint8_t> out(8 + header.size() + data_bytes, 0x3f);
   for (int i = 0; i < 8; ++i) out[i] = (len >> (8 * i)) & 0xff;
-  out.insert(out.end(), header.begin(), header.end());
-  out.resize(out.size() + data_bytes, 0x3f);
+  std::memcpy(out.data() + 8, header.data(), header.size());
   return out;
 }
 
@@ -271,7 +270,8 @@ TEST(DTypeTest, HalfAndBFloat16Conversions) {
   EXPECT_EQ(FloatToHalf(1.0f + std::ldexp(1.0f, -11)), 0x3C00);  // tie → even
   for (uint32_t bits = 0; bits < 0x10000; ++bits) {
     const float f = HalfToFloat(static_cast<uint16_t>(bits));
-    if (!std::isnan(f)) ASSERT_EQ(FloatToHalf(f), bits) << bits;  // exact round trip
+    if (std::isnan(f)) continue;
+    ASSERT_EQ(FloatToHalf(f), bits) << bits;  // exact round trip
   }
   EXPECT_EQ(BFloat16ToFloat(0x3F80), 1.0f);
   EXPECT_EQ(FloatToBFloat16(1.0f), 0x3F80);
