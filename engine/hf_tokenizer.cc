@@ -79,7 +79,7 @@ absl::StatusOr<std::vector<int32_t>> HfTokenizer::Encode(absl::string_view text,
 }
 
 const std::string* HfTokenizer::IdToToken(int32_t id) const {
-  if (const std::string* content = added_->IdToContent(id)) return content;
+  if (const std::string* content = added_->IdToString(id)) return content;
   return model_->IdToToken(id);
 }
 

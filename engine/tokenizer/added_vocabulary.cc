@@ -110,11 +110,13 @@ absl::StatusOr<std::unique_ptr<AddedVocabulary>> AddedVocabulary::Parse(
     for (const AddedToken& token : *list) {
       const int32_t id = vocab->ids_.at(token.content);
       if (!token.normalized) {
+        vocab->strings_[id] = token.content;
         vocab->original_.patterns.emplace_back(token.content, id);
         continue;
       }
       std::string normalized = token.content;
       if (normalizer != nullptr) normalizer->Normalize(normalized);
+      vocab->strings_[id] = normalized;
       if (!normalized.empty()) vocab->normalized_.patterns.emplace_back(normalized, id);
     }
   }
@@ -202,9 +204,9 @@ void AddedVocabulary::NormalizeAndSplit(std::vector<Piece>& pieces,
   });
 }
 
-const std::string* AddedVocabulary::IdToContent(int32_t id) const {
-  const auto it = by_id_.find(id);
-  return it == by_id_.end() ? nullptr : &it->second.content;
+const std::string* AddedVocabulary::IdToString(int32_t id) const {
+  const auto it = strings_.find(id);
+  return it == strings_.end() ? nullptr : &it->second;
 }
 
 }  // namespace kvserve::hf

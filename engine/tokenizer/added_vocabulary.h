@@ -43,8 +43,10 @@ class AddedVocabulary {
   /// Normalizes the other pieces, then splits them on tokens matched there.
   void NormalizeAndSplit(std::vector<Piece>& pieces, const Normalizer* normalizer) const;
 
-  /// The content of an added token id, or null.
-  const std::string* IdToContent(int32_t id) const;
+  /// The string an added token id decodes from, or null. As in Hugging Face,
+  /// a "normalized" token's string is its normalized content (so with a
+  /// SentencePiece normalizer, "hello" decodes from "▁hello").
+  const std::string* IdToString(int32_t id) const;
   /// Whether `token` is the content of a special token (skipped when decoding
   /// with skip_special_tokens).
   bool IsSpecial(absl::string_view token) const { return special_set_.contains(token); }
@@ -66,6 +68,7 @@ class AddedVocabulary {
 
   absl::flat_hash_map<std::string, int32_t> ids_;  // content → id
   absl::flat_hash_map<int32_t, AddedToken> by_id_;
+  absl::flat_hash_map<int32_t, std::string> strings_;  // id → string it decodes from
   std::vector<AddedToken> special_tokens_, plain_tokens_;  // in file order
   absl::flat_hash_set<std::string> special_set_;
   Matcher original_, normalized_;

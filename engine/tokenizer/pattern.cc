@@ -17,8 +17,9 @@ struct Pattern::Compiled {
 Pattern::~Pattern() = default;
 
 std::string OnigurumaToPcre2(absl::string_view regex) {
-  // Oniguruma's \s: [\t\n\v\f\r\x{85}] and the Z categories; PCRE2's lacks U+0085.
-  constexpr absl::string_view kSpace = "\\s\\x{85}";
+  // Oniguruma's \s: [\t\n\v\f\r\x{85}] and the Z categories. PCRE2's also has
+  // U+180E (a space before Unicode 6.3), so the class is spelled out.
+  constexpr absl::string_view kSpace = "\\t\\n\\x0B\\f\\r\\x{85}\\p{Z}";
   std::string out;
   bool in_class = false;
   for (size_t i = 0; i < regex.size(); ++i) {

@@ -3,8 +3,9 @@
 //
 // Hugging Face tokenizers matches regexes with Oniguruma. PCRE2 agrees with it
 // on the constructs tokenizer patterns use (\p{L}, \p{N}, (?i:...), lookahead,
-// possessive and lazy quantifiers) except one: Oniguruma's \s also matches
-// U+0085 (NEL). Patterns are rewritten so that \s and \S do the same here.
+// possessive and lazy quantifiers) except one: PCRE2's \s also matches U+180E
+// (Mongolian vowel separator, a space only before Unicode 6.3) and Oniguruma's
+// does not. Patterns are rewritten so that \s and \S do the same here.
 #pragma once
 
 #include <cstddef>
@@ -47,7 +48,7 @@ class Pattern {
 absl::StatusOr<std::unique_ptr<Pattern>> ParsePattern(const nlohmann::json& value,
                                                       absl::string_view path);
 
-/// Rewrites an Oniguruma pattern for PCRE2 (\s and \S with U+0085). Exposed for tests.
+/// Rewrites an Oniguruma pattern for PCRE2 (\s and \S spelled out). Exposed for tests.
 std::string OnigurumaToPcre2(absl::string_view regex);
 
 }  // namespace kvserve::hf
