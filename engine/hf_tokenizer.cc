@@ -98,6 +98,17 @@ std::string HfTokenizer::Decode(absl::Span<const int32_t> ids, bool skip_special
   return SanitizeUtf8(text);
 }
 
+bool HfTokenizer::DecodeMayChange(absl::Span<const int32_t> ids, bool skip_special_tokens) const {
+  if (decoder_ == nullptr || !decoder_->JoinsByteRuns()) return false;
+  // The last token the decoder would see: is it part of a byte run?
+  for (auto it = ids.rbegin(); it != ids.rend(); ++it) {
+    const std::string* token = IdToToken(*it);
+    if (token == nullptr || (skip_special_tokens && added_->IsSpecial(*token))) continue;
+    return hf::ByteFallbackByte(*token).has_value();
+  }
+  return false;
+}
+
 int HfTokenizer::vocab_size() const { return std::max(model_->id_limit(), added_->id_limit()); }
 
 std::string HfTokenizer::Describe() const { return description_; }

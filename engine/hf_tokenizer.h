@@ -33,6 +33,7 @@ class HfTokenizer final : public Tokenizer {
   absl::StatusOr<std::vector<int32_t>> Encode(absl::string_view text,
                                               bool add_special_tokens) const override;
   std::string Decode(absl::Span<const int32_t> ids, bool skip_special_tokens) const override;
+  bool DecodeMayChange(absl::Span<const int32_t> ids, bool skip_special_tokens) const override;
   int vocab_size() const override;
   std::string Describe() const override;
 

@@ -79,7 +79,9 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, StreamingTest,
                                            kvserve::testing::kTokenizerFixtures[1],
                                            kvserve::testing::kLlama2Style));
 
-// A 4-byte emoji from four <0xXX> byte-fallback tokens: nothing until the last.
+// A 4-byte emoji from four <0xXX> byte-fallback tokens: nothing until the run
+// of byte tokens is closed by another token (one more byte could still turn
+// the whole run into U+FFFD), then the emoji and that token's text together.
 TEST(HfStreamingTest, ByteFallbackWaitsForWholeCharacter) {
   auto tokenizer = LoadFixtureTokenizer(kvserve::testing::kLlama2Style);
   ASSERT_NE(tokenizer, nullptr);
@@ -91,8 +93,21 @@ TEST(HfStreamingTest, ByteFallbackWaitsForWholeCharacter) {
   EXPECT_EQ(deltas[3], "");
   EXPECT_EQ(deltas[4], "");
   EXPECT_EQ(deltas[5], "");
-  EXPECT_EQ(deltas[6], "🦜");
+  EXPECT_EQ(deltas[6], "");
+  EXPECT_EQ(deltas[7], "🦜c");
   EXPECT_EQ(Join(deltas), "ab🦜c");
+}
+
+// A valid byte run that a later byte makes invalid: Hugging Face decodes the
+// whole run as U+FFFD, so the emoji must never have been sent.
+TEST(HfStreamingTest, ByteRunRewrittenByLaterByte) {
+  auto tokenizer = LoadFixtureTokenizer(kvserve::testing::kLlama2Style);
+  ASSERT_NE(tokenizer, nullptr);
+  Ids ids = *tokenizer->Encode("a🦜", false);
+  ids.push_back(3 + 0xF0);  // <0xF0>: a lead byte with nothing after it
+  const std::string full = tokenizer->Decode(ids, true);
+  EXPECT_EQ(full, "a\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
+  EXPECT_EQ(Join(Stream(*tokenizer, ids)), full);
 }
 
 // SentencePiece ▁: the first word's prepended space is stripped, later ones kept.

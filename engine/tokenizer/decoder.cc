@@ -23,6 +23,12 @@ class SequenceDecoder final : public Decoder {
     for (const auto& step : steps_) tokens = step->DecodeChain(std::move(tokens));
     return tokens;
   }
+  bool JoinsByteRuns() const override {
+    for (const auto& step : steps_) {
+      if (step->JoinsByteRuns()) return true;
+    }
+    return false;
+  }
 
  private:
   std::vector<std::unique_ptr<Decoder>> steps_;
@@ -62,8 +68,9 @@ class ReplaceDecoder final : public Decoder {
   std::string content_;
 };
 
-// The byte a "<0xXX>" token stands for (hex as Rust's u8::from_str_radix reads it).
-std::optional<unsigned char> ByteToken(absl::string_view token) {
+}  // namespace
+
+std::optional<unsigned char> ByteFallbackByte(absl::string_view token) {
   if (token.size() != 6 || token.substr(0, 3) != "<0x" || token[5] != '>') return std::nullopt;
   const auto hex = [](char c) -> int {
     if (c >= '0' && c <= '9') return c - '0';
@@ -76,6 +83,8 @@ std::optional<unsigned char> ByteToken(absl::string_view token) {
   if (hi < 0 || lo < 0) return std::nullopt;
   return static_cast<unsigned char>(hi * 16 + lo);
 }
+
+namespace {
 
 // Joins runs of <0xXX> tokens into text; a run that is not valid UTF-8 becomes
 // one U+FFFD per byte.
@@ -96,7 +105,7 @@ class ByteFallbackDecoder final : public Decoder {
       run_length = 0;
     };
     for (std::string& token : tokens) {
-      if (const std::optional<unsigned char> b = ByteToken(token)) {
+      if (const std::optional<unsigned char> b = ByteFallbackByte(token)) {
         run.push_back(static_cast<char>(*b));
         ++run_length;
         continue;
@@ -107,6 +116,7 @@ class ByteFallbackDecoder final : public Decoder {
     flush();
     return out;
   }
+  bool JoinsByteRuns() const override { return true; }
 };
 
 class FuseDecoder final : public Decoder {

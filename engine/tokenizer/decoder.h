@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,7 +18,13 @@ class Decoder {
  public:
   virtual ~Decoder() = default;
   virtual std::vector<std::string> DecodeChain(std::vector<std::string> tokens) const = 0;
+  /// Whether this decoder joins runs of <0xXX> tokens (ByteFallback), so that
+  /// a token appended to a run can change the text of the whole run.
+  virtual bool JoinsByteRuns() const { return false; }
 };
+
+/// The byte a "<0xXX>" token stands for (hex read as Rust's u8::from_str_radix does).
+std::optional<unsigned char> ByteFallbackByte(absl::string_view token);
 
 /// Parses the "decoder" value (Sequence, ByteLevel, Replace, ByteFallback,
 /// Fuse, Strip, Metaspace); null: nullptr.
