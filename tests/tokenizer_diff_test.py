@@ -69,6 +69,11 @@ POOLS = [
     (2, [chr(c) for c in range(0x0, 0x20)] + ["\x7f", "\ufffd", "\U0010FFFD", "\U000E0041"]),
     (2, ["'s", "'S", "'t", "'RE", "'ve", "'M", "'ll", "'D", "'ſ", "\u212a", "ﬀ", "İ"]),
     (2, ["٣", "३", "Ⅻ", "½", "²", "𝟙", "①"]),
+    # Decomposed, reordered and excluded forms for the NFC/NFD normalizers.
+    (4, ["e\u0301", "A\u030a", "a\u0323\u0302", "a\u0302\u0323", "o\u0308\u0304",
+         "\u1100\u1161", "\u1100\u1161\u11a8", "\uac00\u11a8", "\u0958", "\u212b",
+         "\u2126", "\u0344", "\u0f73", "\u1e9b\u0323", "\u0301", "\u0301\u0301a",
+         "\u00c5", "\u1e0b\u0323", "\u05d0\u05b7", "\u0b47\u0b3e", "\u3071", "\u306f\u309a"]),
     (3, ["▁", "▁▁", "<0x41>", "<0xZZ>", "<s>", "</s>", "<unk>", "<|begin_of_text|>",
          "<|eot_id|>", "<|begin_of", "<|im_start|>", "<|im_end|>", "<|endoftext|>", "<mask>",
          " <mask> ", "hello", " hello", "HELLO"]),
@@ -196,10 +201,12 @@ def constructed_tokenizers(rng):
     out["llama3-split"] = byte_level_tokenizer(
         rng, LLAMA3_REGEX, ["<|begin_of_text|>", "<|end_of_text|>", "<|eot_id|>"],
         template=True, ignore_merges=True, legacy_merges=True)
-    out["qwen2-split"] = add_tokens(
-        byte_level_tokenizer(rng, QWEN2_REGEX, ["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
-                             template=False, ignore_merges=False),
-        [AddedToken("<tool_call>", normalized=False, special=False)])
+    qwen2 = byte_level_tokenizer(rng, QWEN2_REGEX, ["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
+                                 template=False, ignore_merges=False)
+    qwen2["normalizer"] = {"type": "NFC"}  # as Qwen2's tokenizer.json has
+    out["qwen2-split-nfc"] = add_tokens(
+        qwen2, [AddedToken("<tool_call>", normalized=False, special=False),
+                AddedToken("caf\u00e9", normalized=True, special=False)])
     bl_prefix = byte_level_tokenizer(rng, None, ["<|endoftext|>"], template=False,
                                      ignore_merges=False)
     bl_prefix["pre_tokenizer"]["add_prefix_space"] = True
@@ -212,7 +219,8 @@ def constructed_tokenizers(rng):
     out["metaspace-always-split-digits"] = metaspace_tokenizer(
         rng, "always", split=True, decoder_kind="strip",
         extra_pretok=pre_tokenizers.Digits(individual_digits=True),
-        normalizer=normalizers.Replace(Regex(r"\s{2,}"), " "))
+        normalizer=normalizers.Sequence([normalizers.NFD(),
+                                         normalizers.Replace(Regex(r"\s{2,}"), " ")]))
     out["metaspace-never-normalized-added"] = add_tokens(
         metaspace_tokenizer(rng, "never", split=True, decoder_kind="metaspace",
                             normalizer=normalizers.Sequence([

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/tokenizer/json_fields.h"
 #include "engine/tokenizer/pattern.h"
+#include "engine/tokenizer/unicode_normalization.h"
 #include "kernels/base/status_macros.h"
 
 namespace kvserve::hf {
@@ -61,6 +62,15 @@ class ReplaceNormalizer final : public Normalizer {
   std::string content_;
 };
 
+class UnicodeNormalizer final : public Normalizer {
+ public:
+  explicit UnicodeNormalizer(bool compose) : compose_(compose) {}
+  void Normalize(std::string& text) const override { text = compose_ ? ToNfc(text) : ToNfd(text); }
+
+ private:
+  bool compose_;  // NFC, else NFD
+};
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Normalizer>> ParseNormalizer(const Json& value,
@@ -89,9 +99,10 @@ absl::StatusOr<std::unique_ptr<Normalizer>> ParseNormalizer(const Json& value,
     ASSIGN_OR_RETURN(std::string content, StringField(value, "content", path));
     return std::make_unique<ReplaceNormalizer>(std::move(pattern), std::move(content));
   }
+  if (type == "NFC" || type == "NFD") return std::make_unique<UnicodeNormalizer>(type == "NFC");
   return FieldError(JoinPath(path, "type"),
                     absl::StrCat("unsupported normalizer type \"", type,
-                                 "\" (supported: Sequence, Prepend, Replace)"));
+                                 "\" (supported: Sequence, Prepend, Replace, NFC, NFD)"));
 }
 
 }  // namespace kvserve::hf

@@ -17,7 +17,7 @@ class Normalizer {
   virtual void Normalize(std::string& text) const = 0;
 };
 
-/// Parses the "normalizer" value (Sequence, Prepend, Replace); null: nullptr.
+/// Parses the "normalizer" value (Sequence, Prepend, Replace, NFC, NFD); null: nullptr.
 absl::StatusOr<std::unique_ptr<Normalizer>> ParseNormalizer(const nlohmann::json& value,
                                                             absl::string_view path);
 
