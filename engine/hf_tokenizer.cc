@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "engine/tokenizer/json_fields.h"
 #include "engine/utf8.h"
 #include "kernels/base/status_macros.h"
@@ -21,7 +22,10 @@ absl::StatusOr<std::unique_ptr<HfTokenizer>> HfTokenizer::FromFile(const std::st
   if (file.bad()) return absl::DataLossError(absl::StrCat("cannot read ", path));
   absl::StatusOr<std::unique_ptr<HfTokenizer>> tokenizer = FromJson(buffer.str());
   if (!tokenizer.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": ", tokenizer.status().message()));
+    // "<path>: <field>: ..." rather than "<path>: tokenizer.json: <field>: ...".
+    absl::string_view message = tokenizer.status().message();
+    absl::ConsumePrefix(&message, "tokenizer.json: ");
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", message));
   }
   return tokenizer;
 }
