@@ -89,6 +89,8 @@ def random_string(rng):
             b = rng.randrange(a, len(text) + 1)
             text = text[a:b]
         return text
+    if kind < 0.155:  # a long mixed text (thousands of characters)
+        return "".join(random_string(rng) for _ in range(rng.randrange(20, 60)))
     if kind < 0.2:  # a very long word, or a long whitespace run
         unit = rng.choice(["a", "ab", "xyz", "9", " ", "\n", "中", "🤖", "\t ", "é", "_-"])
         return rng.choice(["", " ", "x"]) + unit * rng.randrange(50, 1200)

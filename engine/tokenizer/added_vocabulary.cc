@@ -44,11 +44,11 @@ bool StartsWithWord(absl::string_view text) {
 }  // namespace
 
 void AddedVocabulary::Matcher::Build() {
-  by_first_byte.clear();
+  for (auto& list : by_first_byte) list.clear();
   for (size_t i = 0; i < patterns.size(); ++i) {
     by_first_byte[static_cast<unsigned char>(patterns[i].first[0])].push_back(i);
   }
-  for (auto& [byte, list] : by_first_byte) {
+  for (auto& list : by_first_byte) {
     std::stable_sort(list.begin(), list.end(), [&](size_t a, size_t b) {
       return patterns[a].first.size() > patterns[b].first.size();
     });
@@ -56,8 +56,10 @@ void AddedVocabulary::Matcher::Build() {
 }
 
 void AddedVocabulary::Add(const AddedToken& token, const BpeModel& model) {
-  for (const auto& [id, existing] : by_id_) {
-    if (existing == token) return;  // the very same token again
+  if (ids_.contains(token.content)) {  // only then can the very same token be there already
+    for (const auto& [id, existing] : by_id_) {
+      if (existing == token) return;
+    }
   }
   int32_t id;
   if (const auto it = ids_.find(token.content); it != ids_.end()) {
@@ -142,9 +144,7 @@ std::vector<Piece> AddedVocabulary::SplitOne(const Piece& piece, const Matcher& 
     size_t start = text.size(), length = 0;
     int32_t id = -1;
     for (size_t pos = search; pos < text.size() && id < 0; ++pos) {
-      const auto it = matcher.by_first_byte.find(static_cast<unsigned char>(text[pos]));
-      if (it == matcher.by_first_byte.end()) continue;
-      for (size_t index : it->second) {
+      for (size_t index : matcher.by_first_byte[static_cast<unsigned char>(text[pos])]) {
         const auto& [pattern, pattern_id] = matcher.patterns[index];
         if (text.substr(pos, pattern.size()) == pattern) {
           start = pos;

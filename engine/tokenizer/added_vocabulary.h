@@ -9,6 +9,7 @@
 // the next free id past the vocabulary (the file's "id" is only a hint there).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -58,7 +59,7 @@ class AddedVocabulary {
   // Leftmost-longest matcher over a set of strings.
   struct Matcher {
     std::vector<std::pair<std::string, int32_t>> patterns;  // (text, id)
-    absl::flat_hash_map<unsigned char, std::vector<size_t>> by_first_byte;  // longest first
+    std::array<std::vector<size_t>, 256> by_first_byte;  // pattern indices, longest first
     void Build();
   };
 

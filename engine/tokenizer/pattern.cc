@@ -101,9 +101,15 @@ std::vector<Match> Pattern::FindAll(absl::string_view text) const {
   bool have_last = false;
   size_t last_end = 0;
   while (start <= text.size()) {
-    const int rc = pcre2_match(regex_->code, subject, text.size(), start, PCRE2_NO_UTF_CHECK,
-                               data, nullptr);
-    if (rc < 0) break;  // no match (or a resource limit: treat the rest as unmatched)
+    int rc = pcre2_match(regex_->code, subject, text.size(), start, PCRE2_NO_UTF_CHECK, data,
+                         nullptr);
+    if (rc < 0 && rc != PCRE2_ERROR_NOMATCH) {
+      // The JIT's stack ran out (a long subject): the interpreter keeps its
+      // backtracking state on the heap.
+      rc = pcre2_match(regex_->code, subject, text.size(), start,
+                       PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT, data, nullptr);
+    }
+    if (rc < 0) break;  // no match (or still a resource limit: the rest is unmatched)
     const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(data);
     const size_t begin = ovector[0], end = ovector[1];
     if (begin == end && have_last && end == last_end) {
