@@ -76,7 +76,8 @@ POOLS = [
          "\u00c5", "\u1e0b\u0323", "\u05d0\u05b7", "\u0b47\u0b3e", "\u3071", "\u306f\u309a"]),
     (3, ["▁", "▁▁", "<0x41>", "<0xZZ>", "<s>", "</s>", "<unk>", "<|begin_of_text|>",
          "<|eot_id|>", "<|begin_of", "<|im_start|>", "<|im_end|>", "<|endoftext|>", "<mask>",
-         " <mask> ", "hello", " hello", "HELLO"]),
+         " <mask> ", "hello", " hello", "HELLO", "<|sep|>", " <|sep|> ", "[INST]", "[/INST]",
+         "<tool_call>", "<sep>", "▁<sep>", "café", "cafe\u0301"]),
 ]
 
 
