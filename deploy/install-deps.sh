@@ -20,9 +20,10 @@ BUILD_PACKAGES=(
   nlohmann-json3-dev
   libpcre2-dev
 )
-# Tests and tools: the Python client example/test, the load generator's plot.
+# Tests and tools: the Python client example/test, the load generator's plot,
+# and a virtualenv with PyPI's `tokenizers` for the tokenizer differential test.
 TEST_PACKAGES=(
-  python3 python3-grpcio python3-protobuf
+  python3 python3-grpcio python3-protobuf python3-venv python3-pip
   gnuplot-nox
   curl openssl
 )

@@ -14,6 +14,10 @@ std::string IncrementalDetokenizer::DecodeRange(size_t begin, size_t end) const 
 
 std::string IncrementalDetokenizer::Append(int32_t id) {
   ids_.push_back(id);
+  if (tokenizer_.DecodeMayChange(absl::MakeConstSpan(ids_).subspan(prefix_offset_),
+                                 /*skip_special_tokens=*/true)) {
+    return "";  // e.g. an open run of byte-fallback tokens: later ids may rewrite it
+  }
   const std::string prefix_text = DecodeRange(prefix_offset_, read_offset_);
   const std::string new_text = DecodeRange(prefix_offset_, ids_.size());
   if (new_text.size() <= prefix_text.size() || EndsWithReplacementChar(new_text) ||

@@ -5,7 +5,9 @@
 // new id, and emits the difference once the text no longer ends in U+FFFD (an
 // incomplete byte sequence). Decoding a window rather than single ids keeps
 // context-dependent decoders right: SentencePiece's leading-space rule and
-// byte-fallback tokens that only form a character together.
+// byte-fallback tokens that only form a character together. Text the
+// tokenizer says may still change (Tokenizer::DecodeMayChange: an open run
+// of byte-fallback tokens) is held back until a later id settles it.
 #pragma once
 
 #include "absl/strings/string_view.h"

@@ -5,6 +5,7 @@
 #include "engine/byte_tokenizer.h"
 #include "engine/checkpoint.h"
 #include "engine/default_model.h"
+#include "engine/hf_tokenizer.h"
 #include "kernels/base/logging.h"
 #include "kernels/base/status_macros.h"
 
@@ -25,9 +26,14 @@ absl::StatusOr<ModelSource> OpenModelSource(const std::string& dir) {
   source.name = path.filename().empty() ? path.parent_path().filename().string()
                                         : path.filename().string();
   source.weights = std::move(checkpoint);
-  if (std::filesystem::exists(path / "tokenizer.json")) {
-    KV_LOG(WARNING) << dir << "/tokenizer.json is not supported yet: this model accepts "
-                    << "token_ids input only";
+  const std::filesystem::path tokenizer_path = path / "tokenizer.json";
+  if (std::filesystem::exists(tokenizer_path)) {
+    // A tokenizer.json that cannot be reproduced exactly is an error, not a
+    // silent fallback: the model would see ids it was not trained with.
+    ASSIGN_OR_RETURN(source.tokenizer, HfTokenizer::FromFile(tokenizer_path.string()));
+    KV_LOG(INFO) << "tokenizer: " << source.tokenizer->Describe();
+  } else {
+    KV_LOG(WARNING) << dir << " has no tokenizer.json: this model accepts token_ids input only";
   }
   return source;
 }

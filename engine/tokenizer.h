@@ -22,6 +22,14 @@ class Tokenizer {
                                                       bool add_special_tokens) const = 0;
   /// Decodes ids to valid UTF-8 (invalid bytes become U+FFFD).
   virtual std::string Decode(absl::Span<const int32_t> ids, bool skip_special_tokens) const = 0;
+  /// Whether more ids could change the text of Decode(ids) other than by
+  /// appending to it or completing a final partial character. True when
+  /// `ids` end in a byte-fallback <0xXX> token: Hugging Face decodes a run of
+  /// them as one unit (all of it U+FFFD if invalid). Streaming holds such
+  /// text back until a later id settles it.
+  virtual bool DecodeMayChange(absl::Span<const int32_t> ids, bool skip_special_tokens) const {
+    return false;
+  }
   /// Ids the tokenizer knows are below this.
   virtual int vocab_size() const = 0;
   virtual std::string Describe() const = 0;
