@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "absl/strings/str_cat.h"
 #include "engine/byte_tokenizer.h"
 #include "engine/checkpoint.h"
 #include "engine/default_model.h"
@@ -31,6 +32,14 @@ absl::StatusOr<ModelSource> OpenModelSource(const std::string& dir) {
     // A tokenizer.json that cannot be reproduced exactly is an error, not a
     // silent fallback: the model would see ids it was not trained with.
     ASSIGN_OR_RETURN(source.tokenizer, HfTokenizer::FromFile(tokenizer_path.string()));
+    // Every id the tokenizer can produce must have an embedding row. (The
+    // model may have more rows than the tokenizer ids: padded vocabularies.)
+    if (source.tokenizer->vocab_size() > source.config.vocab_size) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          tokenizer_path.string(), ": the tokenizer has ids up to ",
+          source.tokenizer->vocab_size() - 1, " but config.json's vocab_size is ",
+          source.config.vocab_size));
+    }
     KV_LOG(INFO) << "tokenizer: " << source.tokenizer->Describe();
   } else {
     KV_LOG(WARNING) << dir << " has no tokenizer.json: this model accepts token_ids input only";

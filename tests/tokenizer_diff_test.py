@@ -309,6 +309,8 @@ def main():
     parser.add_argument("--strings", type=int, default=3000, help="strings per tokenizer")
     parser.add_argument("--decodes", type=int, default=400, help="random id lists per tokenizer")
     parser.add_argument("--seed", type=int, default=20260)
+    parser.add_argument("--extra", nargs="*", default=[],
+                        help="more tokenizer.json files (e.g. the ones kvserve-mkmodel writes)")
     args = parser.parse_args()
     os.makedirs(args.work_dir, exist_ok=True)
     rng = random.Random(args.seed)
@@ -318,6 +320,8 @@ def main():
         path = os.path.join(args.fixtures, name, "tokenizer.json")
         if os.path.exists(path):
             paths[f"fixture:{name}"] = path
+    for path in args.extra:
+        paths[f"extra:{os.path.basename(os.path.dirname(path))}"] = path
     for name, spec in constructed_tokenizers(rng).items():
         path = os.path.join(args.work_dir, f"{name}.json")
         with open(path, "w", encoding="utf-8") as f:
