@@ -46,6 +46,8 @@ int Alignment(const void* p) {
 
 }  // namespace
 
+CublasLtGemm::CublasLtGemm(cudaStream_t stream) : stream_(stream) {}
+
 absl::StatusOr<std::unique_ptr<CublasLtGemm>> CublasLtGemm::Create(cudaStream_t stream,
                                                                    size_t workspace_bytes) {
   std::unique_ptr<CublasLtGemm> g(new CublasLtGemm(stream));

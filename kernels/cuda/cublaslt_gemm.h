@@ -46,7 +46,7 @@ class CublasLtGemm {
   // rows, N, K, in dtype, out dtype, fused bias, alignments of x, W, out.
   using Key = std::tuple<int64_t, int64_t, int64_t, int, int, bool, int, int, int>;
 
-  CublasLtGemm(cudaStream_t stream) : stream_(stream) {}
+  explicit CublasLtGemm(cudaStream_t stream);  // defined where Plan is complete
   absl::StatusOr<Plan*> GetPlan(const Key& key);
   absl::StatusOr<std::unique_ptr<Plan>> MakePlan(const Key& key);
 

@@ -116,6 +116,23 @@ absl::Status LaunchSiluMul(Tensor gate_up, Tensor out, cudaStream_t stream) {
   });
 }
 
+absl::Status CheckKernelImage() {
+  cudaFuncAttributes attributes{};
+  const cudaError_t err = cudaFuncGetAttributes(&attributes, SiluMulKernel<float>);
+  if (err == cudaErrorInvalidDeviceFunction || err == cudaErrorNoKernelImageForDevice) {
+    cudaGetLastError();
+    int device = 0, major = 0, minor = 0;
+    cudaGetDevice(&device);
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the CUDA kernels were built for another GPU (CMAKE_CUDA_ARCHITECTURES, default 90a: "
+        "H100/H200); this device is sm_", major, minor, ": ", cudaGetErrorString(err)));
+  }
+  RETURN_IF_CUDA_ERROR(err);
+  return absl::OkStatus();
+}
+
 absl::Status LaunchAddBias(Tensor bias, Tensor out, cudaStream_t stream) {
   const int64_t rows = out.dim(0), n = out.dim(1);
   if (rows * n == 0) return absl::OkStatus();

@@ -20,6 +20,9 @@ absl::Status LaunchGatherRows(Tensor x, Tensor rows, Tensor out, DeviceError* er
                               cudaStream_t stream);
 /// out = silu(gate) * up; gate_up: [T, 2I] (gate | up), out: [T, I].
 absl::Status LaunchSiluMul(Tensor gate_up, Tensor out, cudaStream_t stream);
+/// FailedPrecondition when this build has no kernel image for the current
+/// device (built for sm_90a, run elsewhere), naming both.
+absl::Status CheckKernelImage();
 /// out[m, n] += bias[n]; out: [M, N] of bias's dtype or float32, bias: [N].
 absl::Status LaunchAddBias(Tensor bias, Tensor out, cudaStream_t stream);
 
