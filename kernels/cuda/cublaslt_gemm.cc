@@ -52,12 +52,22 @@ absl::StatusOr<std::unique_ptr<CublasLtGemm>> CublasLtGemm::Create(cudaStream_t 
                                                                    size_t workspace_bytes) {
   std::unique_ptr<CublasLtGemm> g(new CublasLtGemm(stream));
   RETURN_IF_CUBLAS_ERROR(cublasLtCreate(&g->handle_));
+  RETURN_IF_CUBLAS_ERROR(cublasCreate(&g->fallback_));
+  RETURN_IF_CUBLAS_ERROR(cublasSetStream(g->fallback_, stream));
+  // Strict float32 for float32 operands (no TF32), as the CPU reference computes.
+  RETURN_IF_CUBLAS_ERROR(cublasSetMathMode(g->fallback_, CUBLAS_PEDANTIC_MATH));
   ASSIGN_OR_RETURN(g->workspace_, CudaBuffer::Allocate(workspace_bytes));
   return g;
 }
 
 CublasLtGemm::~CublasLtGemm() {
   plans_.clear();
+  if (fallback_ != nullptr) {
+    const cublasStatus_t s = cublasDestroy(fallback_);
+    if (s != CUBLAS_STATUS_SUCCESS) {
+      KV_LOG(ERROR) << "cublasDestroy: " << cublasGetStatusName(s);
+    }
+  }
   if (handle_ != nullptr) {
     const cublasStatus_t s = cublasLtDestroy(handle_);
     if (s != CUBLAS_STATUS_SUCCESS) {
@@ -108,10 +118,12 @@ absl::StatusOr<std::unique_ptr<CublasLtGemm::Plan>> CublasLtGemm::MakePlan(const
   }
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
-  RETURN_IF_CUBLAS_ERROR(cublasLtMatmulAlgoGetHeuristic(handle_, plan->op, plan->w, plan->x,
-                                                        plan->out, plan->out, pref, 1, &result,
-                                                        &found));
-  if (found == 0) {
+  const cublasStatus_t heuristic = cublasLtMatmulAlgoGetHeuristic(
+      handle_, plan->op, plan->w, plan->x, plan->out, plan->out, pref, 1, &result, &found);
+  // NOT_SUPPORTED is how the heuristic declines some layouts; like found == 0
+  // it sends the shape to GemmEx.
+  if (heuristic != CUBLAS_STATUS_NOT_SUPPORTED) RETURN_IF_CUBLAS_ERROR(heuristic);
+  if (heuristic == CUBLAS_STATUS_NOT_SUPPORTED || found == 0) {
     return absl::NotFoundError(absl::StrCat("cuBLASLt has no algorithm for [", rows, ", ", k,
                                             "] x [", n, ", ", k, "]ᵀ (", in_dtype, " -> ", out_dtype,
                                             fused_bias ? ", bias epilogue" : "", ")"));
@@ -123,10 +135,24 @@ absl::StatusOr<std::unique_ptr<CublasLtGemm::Plan>> CublasLtGemm::MakePlan(const
 absl::StatusOr<CublasLtGemm::Plan*> CublasLtGemm::GetPlan(const Key& key) {
   auto it = plans_.find(key);
   if (it != plans_.end()) return it->second.get();
-  ASSIGN_OR_RETURN(std::unique_ptr<Plan> plan, MakePlan(key));
-  Plan* raw = plan.get();
-  plans_.emplace(key, std::move(plan));
+  absl::StatusOr<std::unique_ptr<Plan>> plan = MakePlan(key);
+  if (!plan.ok() && !absl::IsNotFound(plan.status())) return plan.status();
+  // NotFound is remembered as a null plan: this shape takes GemmEx from now on.
+  Plan* raw = plan.ok() ? plan->get() : nullptr;
+  plans_.emplace(key, plan.ok() ? *std::move(plan) : nullptr);
   return raw;
+}
+
+absl::Status CublasLtGemm::GemmEx(Tensor x, Tensor weight, Tensor out) {
+  const int rows = static_cast<int>(x.dim(0)), k = static_cast<int>(x.dim(1));
+  const int n = static_cast<int>(weight.dim(0));
+  const float alpha = 1.f, beta = 0.f;
+  // The same column-major "TN" product as the cuBLASLt path.
+  RETURN_IF_CUBLAS_ERROR(cublasGemmEx(fallback_, CUBLAS_OP_T, CUBLAS_OP_N, n, rows, k, &alpha,
+                                      weight.data, CudaType(weight.dtype), k, x.data,
+                                      CudaType(x.dtype), k, &beta, out.data, CudaType(out.dtype), n,
+                                      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  return absl::OkStatus();
 }
 
 absl::Status CublasLtGemm::Linear(Tensor x, Tensor weight, Tensor bias, Tensor out) {
@@ -135,17 +161,20 @@ absl::Status CublasLtGemm::Linear(Tensor x, Tensor weight, Tensor bias, Tensor o
   const bool has_bias = !bias.empty();
   // The epilogue's bias has the output's dtype; a float32 output with a
   // bf16 bias (never used by the model) takes the separate kernel.
-  bool fuse = has_bias && bias.dtype == out.dtype;
+  const bool fuse = has_bias && bias.dtype == out.dtype;
   Key key{rows, n, k, static_cast<int>(x.dtype), static_cast<int>(out.dtype), fuse,
           Alignment(x.data), Alignment(weight.data), Alignment(out.data)};
-  absl::StatusOr<Plan*> plan = GetPlan(key);
-  if (!plan.ok() && fuse && absl::IsNotFound(plan.status())) {
-    fuse = false;  // no fused-bias kernel for this shape: plain GEMM + AddBias
-    std::get<5>(key) = false;
-    plan = GetPlan(key);
+  ASSIGN_OR_RETURN(Plan* plan, GetPlan(key));
+  if (plan == nullptr && fuse) {
+    std::get<5>(key) = false;  // no fused-bias kernel for this shape: plain GEMM + AddBias
+    ASSIGN_OR_RETURN(plan, GetPlan(key));
   }
-  if (!plan.ok()) return plan.status();
-  Plan& p = **plan;
+  if (plan == nullptr) {
+    RETURN_IF_ERROR(GemmEx(x, weight, out));
+    if (has_bias) RETURN_IF_ERROR(LaunchAddBias(bias, out, stream_));
+    return absl::OkStatus();
+  }
+  Plan& p = *plan;
   if (p.fused_bias) {
     const void* bias_ptr = bias.data;
     RETURN_IF_CUBLAS_ERROR(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,

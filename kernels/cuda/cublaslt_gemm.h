@@ -7,6 +7,10 @@
 // so the product is computed as column-major outᵀ [N, M] = op(Wᵀ)ᵀ · xᵀ with
 // TRANSA = T: cuBLASLt's "TN" layout, its best supported one.
 //
+// When the heuristic has no algorithm for a shape (cuBLASLt's fast kernels
+// want 16-byte aligned rows; a row of 172 bf16 values is not), the GEMM runs
+// through cublasGemmEx instead, which takes any leading dimension.
+//
 // A plan (descriptors, layouts and the heuristic's algorithm) is built once
 // per shape, dtype and pointer alignment and reused: a decode step runs the
 // same few shapes every time, and the heuristic query costs more than a small
@@ -14,6 +18,7 @@
 #pragma once
 
 #include <cublasLt.h>
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include <map>
@@ -49,11 +54,13 @@ class CublasLtGemm {
   explicit CublasLtGemm(cudaStream_t stream);  // defined where Plan is complete
   absl::StatusOr<Plan*> GetPlan(const Key& key);
   absl::StatusOr<std::unique_ptr<Plan>> MakePlan(const Key& key);
+  absl::Status GemmEx(Tensor x, Tensor weight, Tensor out);
 
   cudaStream_t stream_;
   cublasLtHandle_t handle_ = nullptr;
+  cublasHandle_t fallback_ = nullptr;  // cublasGemmEx for shapes cuBLASLt declines
   DeviceBufferPtr workspace_;
-  std::map<Key, std::unique_ptr<Plan>> plans_;
+  std::map<Key, std::unique_ptr<Plan>> plans_;  // null plan: use GemmEx
 };
 
 }  // namespace kvserve::cuda
