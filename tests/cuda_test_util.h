@@ -7,12 +7,18 @@
 #pragma once
 
 #include <memory>
+#include <ostream>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/tensor.h"
+
+namespace kvserve {
+/// Test names and messages show "bfloat16", not a byte dump.
+inline void PrintTo(DType dtype, std::ostream* os) { *os << DTypeName(dtype); }
+}  // namespace kvserve
 
 namespace kvserve::testing {
 
