@@ -128,6 +128,7 @@ __global__ void __launch_bounds__(kThreads) DecodeKernel(const __grid_constant__
         LoadVec16(k_row + d, kf);
 #pragma unroll
         for (int g = 0; g < kMaxGroup; ++g) {
+          if (g >= g_count) break;  // uniform: MHA does 1 head's work, not 8
 #pragma unroll
           for (int e = 0; e < kVec; e += 4) {
             const float4 qq = *reinterpret_cast<const float4*>(&s_q[g][d + e]);
@@ -157,6 +158,7 @@ __global__ void __launch_bounds__(kThreads) DecodeKernel(const __grid_constant__
       LoadFloats(a.v_cache + (int64_t(slot_j) * a.num_kv_heads + kv_head) * kHeadDim + lane * kDpl, v);
 #pragma unroll
       for (int g = 0; g < kMaxGroup; ++g) {
+        if (g >= g_count) break;
         const float p = s_p[warp][g][j];
 #pragma unroll
         for (int c = 0; c < kDpl; ++c) acc[g][c] += p * v[c];
