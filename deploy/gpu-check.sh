@@ -17,12 +17,21 @@
 #   ../shared/gpu/bundle.sh .gpu build/server/kvserve build/client/kvserve-cli \
 #     build/tests/cuda_smoke_test build/tests/cuda_ops_test build/tests/cuda_attention_test \
 #     build/tests/cuda_sample_test build/tests/cuda_engine_test build/tests/bench/cuda_decode_bench
+# The bundle is about 90 MB (35 of them OpenBLAS); gzipped about 30 MB, which
+# fits a runner that carries at most 64 MiB:
+#   tar -C .gpu -czf bundle.tgz . && mv bundle.tgz .gpu/    # carry .gpu/bundle.tgz
 # then on the GPU machine, from the repository root (the tests read tests/data):
-#   deploy/gpu-check.sh [BUNDLE_DIR=.gpu]
+#   deploy/gpu-check.sh [BUNDLE=.gpu | BUNDLE.tgz]
 # Exit status: 0 when every step passed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUNDLE=${1:-.gpu}
+if [[ -f $BUNDLE ]]; then  # a gzipped tarball of the bundle directory
+  EXTRACTED=$(mktemp -d)
+  tar -C "$EXTRACTED" -xzf "$BUNDLE" || { echo "cannot extract $BUNDLE"; exit 2; }
+  BUNDLE=$EXTRACTED
+fi
+[[ -x $BUNDLE/bin/kvserve ]] || { echo "no bundle at $BUNDLE (see the header of $0)"; exit 2; }
 OUT_DIR=${OUT:-gpu-check-out}
 mkdir -p "$OUT_DIR"
 export LD_LIBRARY_PATH="$BUNDLE/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
