@@ -28,6 +28,10 @@ struct ActiveRequest {
 
 namespace {
 
+// Device memory the KV pool leaves free for what is allocated after it: the
+// step metadata, the decode split workspace, allocator rounding.
+constexpr size_t kGpuHeadroomBytes = size_t(256) << 20;
+
 // A cancel this close to the deadline is taken to be the deadline's.
 constexpr absl::Duration kDeadlineCancelSlack = absl::Milliseconds(100);
 
@@ -69,7 +73,8 @@ absl::Status Engine::Initialize() {
   if (num_blocks == 0) {
     // As many as the budget allows, but no more than every running sequence
     // at full context could use.
-    const int64_t by_budget = static_cast<int64_t>(config_.kv_cache_bytes / block_bytes);
+    ASSIGN_OR_RETURN(const size_t budget, KvCacheBudget(block_bytes));
+    const int64_t by_budget = static_cast<int64_t>(budget / block_bytes);
     const int64_t useful = int64_t(config_.max_num_seqs) * blocks_per_full_seq;
     num_blocks = static_cast<int>(std::max<int64_t>(1, std::min(by_budget, useful)));
   }
@@ -108,6 +113,39 @@ absl::Status Engine::Initialize() {
                << kv_cache_->bytes() / (1 << 20) << " MiB; workspace "
                << model_->workspace_bytes() / (1 << 20) << " MiB";
   return absl::OkStatus();
+}
+
+// On the CPU, the configured budget. On a device that reports its memory,
+// what --gpu_memory_utilization of it leaves once everything allocated so
+// far (weights, workspace, the runtime's own context, other processes) is
+// counted: the weights are on the device already when this runs.
+absl::StatusOr<size_t> Engine::KvCacheBudget(size_t block_bytes) {
+  absl::StatusOr<DeviceMemoryInfo> memory = backend_->MemoryInfo();
+  if (absl::IsUnimplemented(memory.status())) return config_.kv_cache_bytes;
+  if (!memory.ok()) return memory.status();
+  constexpr int64_t kMiB = 1 << 20;
+  const int64_t total = static_cast<int64_t>(memory->total_bytes);
+  const int64_t used = total - static_cast<int64_t>(memory->free_bytes);
+  const int64_t allowed = static_cast<int64_t>(config_.gpu_memory_utilization * static_cast<double>(total));
+  const int64_t budget = allowed - used - static_cast<int64_t>(kGpuHeadroomBytes);
+  const int64_t weights = static_cast<int64_t>(model_->weight_bytes());
+  const int64_t workspace = static_cast<int64_t>(model_->workspace_bytes());
+  KV_LOG(INFO) << backend_->name() << " memory: " << total / kMiB << " MiB total, "
+               << config_.gpu_memory_utilization << " of it = " << allowed / kMiB << " MiB; in use "
+               << used / kMiB << " MiB (weights " << weights / kMiB << ", workspace "
+               << workspace / kMiB << ", runtime and other processes "
+               << (used - weights - workspace) / kMiB << "); headroom "
+               << kGpuHeadroomBytes / kMiB << " MiB; KV cache budget "
+               << std::max<int64_t>(budget, 0) / kMiB << " MiB";
+  if (budget < static_cast<int64_t>(block_bytes)) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "--gpu_memory_utilization ", config_.gpu_memory_utilization, " allows ", allowed / kMiB,
+        " MiB of the device's ", total / kMiB, " MiB, but ", used / kMiB,
+        " MiB are in use already (weights ", weights / kMiB, " MiB, workspace ", workspace / kMiB,
+        " MiB) and ", kGpuHeadroomBytes / kMiB,
+        " MiB are kept free: no room for one KV block; raise it or set --num_kv_blocks"));
+  }
+  return static_cast<size_t>(budget);
 }
 
 Engine::~Engine() { Stop(); }

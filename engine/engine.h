@@ -63,6 +63,8 @@ class Engine {
   Engine(const EngineConfig& config, ModelSource model, std::unique_ptr<Backend> backend,
          prometheus::Registry& registry);
   absl::Status Initialize();
+  /// Bytes the KV pool may take when --num_kv_blocks is 0 (see engine.cc).
+  absl::StatusOr<size_t> KvCacheBudget(size_t block_bytes);
   void Loop();
   void AdmitSubmitted(std::vector<std::unique_ptr<ActiveRequest>> submitted);
   void AbortCancelledAndExpired();

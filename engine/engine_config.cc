@@ -17,6 +17,9 @@ absl::Status EngineConfig::Validate() const {
     return bad("block_size", "8, 16, 32 or 64", block_size);
   }
   if (num_kv_blocks < 0) return bad("num_kv_blocks", ">= 0 (0 = automatic)", num_kv_blocks);
+  if (!(gpu_memory_utilization > 0 && gpu_memory_utilization <= 1)) {
+    return bad("gpu_memory_utilization", "in (0, 1]", gpu_memory_utilization);
+  }
   if (max_queued_requests < 0) return bad("max_queued_requests", ">= 0", max_queued_requests);
   if (default_max_new_tokens < 1) return bad("default_max_new_tokens", ">= 1", default_max_new_tokens);
   if (admission_reserve_fraction < 0 || admission_reserve_fraction >= 1) {

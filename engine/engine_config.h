@@ -13,7 +13,10 @@ struct EngineConfig {
   int max_num_batched_tokens = 1024;  // --max_num_batched_tokens (prefill chunk bound)
   int block_size = 16;                // --block_size
   int num_kv_blocks = 0;              // --num_kv_blocks; 0 = size from kv_cache_bytes
-  size_t kv_cache_bytes = size_t(512) << 20;  // pool budget when num_kv_blocks is 0
+  size_t kv_cache_bytes = size_t(512) << 20;  // pool budget when num_kv_blocks is 0 (CPU)
+  /// On a device that reports its memory (a GPU), the KV pool takes what is
+  /// left of this fraction of it once weights and workspace are allocated.
+  double gpu_memory_utilization = 0.9;        // --gpu_memory_utilization
   int max_queued_requests = 1024;     // --max_queued_requests waiting beyond running
   uint32_t default_max_new_tokens = 256;  // --default_max_new_tokens
   uint64_t seed = 0;                  // --seed: base of the seeds of unseeded requests

@@ -20,6 +20,12 @@ namespace kvserve {
 
 enum class DeviceKind { kCpu, kCuda };
 
+/// A device's memory, for sizing the KV cache from a utilization fraction.
+struct DeviceMemoryInfo {
+  size_t free_bytes = 0;
+  size_t total_bytes = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -38,6 +44,11 @@ class Backend {
   /// converting between float types (weights arrive as f32, f16 or bf16).
   virtual absl::Status Upload(const void* host, DType src_dtype, Tensor dst) = 0;
   virtual absl::Status Synchronize() = 0;
+  /// Free and total memory of the device right now. Unimplemented on the
+  /// CPU, whose KV pool is sized by EngineConfig::kv_cache_bytes instead.
+  virtual absl::StatusOr<DeviceMemoryInfo> MemoryInfo() {
+    return absl::UnimplementedError(name() + " backend reports no device memory");
+  }
 
   // Ops.
   /// out[t] = table[ids[t]]. ids: [T] int32, table: [V, hidden], out: [T, hidden].

@@ -2,9 +2,50 @@
 
 #include "absl/strings/str_cat.h"
 #include "kernels/base/logging.h"
+#include "kernels/base/status_macros.h"
 #include "kernels/cpu/cpu_backend.h"
+#if KVSERVE_WITH_CUDA
+#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/device_info.h"
+#include "kernels/cuda/dispatch.h"
+#endif
 
 namespace kvserve {
+namespace {
+
+#if KVSERVE_WITH_CUDA
+// Whether the CUDA kernels serve this model and block size (they are compiled
+// for a fixed set of head dims and block sizes, see kernels/cuda/dispatch.h).
+absl::Status CheckCudaServes(const ModelConfig& model, const EngineConfig& engine_config) {
+  absl::Status s = cuda::CheckServedAttentionShape(model.head_dim, engine_config.block_size);
+  if (s.ok()) return s;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--device cuda: ", s.message(), "; use --device cpu, or --block_size 16 or 32"));
+}
+
+absl::StatusOr<std::unique_ptr<Backend>> MakeCudaBackend(const BackendOptions& options,
+                                                         const ModelConfig& model,
+                                                         EngineConfig& engine_config) {
+  DType dtype = DType::kBFloat16;
+  if (options.dtype != "auto") {
+    ASSIGN_OR_RETURN(dtype, ParseDType(options.dtype));
+  }
+  if (!(options.gpu_memory_utilization > 0 && options.gpu_memory_utilization <= 1)) {
+    return absl::InvalidArgumentError(absl::StrCat("--gpu_memory_utilization must be in (0, 1], got ",
+                                                   options.gpu_memory_utilization));
+  }
+  RETURN_IF_ERROR(CheckCudaServes(model, engine_config));
+  engine_config.gpu_memory_utilization = options.gpu_memory_utilization;
+  cuda::CudaBackendOptions cuda_options;
+  cuda_options.dtype = dtype;
+  ASSIGN_OR_RETURN(std::unique_ptr<cuda::CudaBackend> backend, cuda::CudaBackend::Create(cuda_options));
+  KV_LOG(INFO) << "CUDA backend on " << backend->device_name() << ", " << DTypeName(dtype)
+               << "; KV pool from --gpu_memory_utilization " << options.gpu_memory_utilization;
+  return std::unique_ptr<Backend>(std::move(backend));
+}
+#endif
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(const BackendOptions& options,
                                                      const ModelConfig& model,
@@ -13,9 +54,22 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(const BackendOptions& optio
     return absl::InvalidArgumentError(
         absl::StrCat("--device must be auto, cpu or cuda, got ", options.device));
   }
-  if (options.device == "cuda") {
-    return absl::UnimplementedError("--device cuda: the CUDA backend is not available yet");
+#if KVSERVE_WITH_CUDA
+  if (options.device == "cuda") return MakeCudaBackend(options, model, engine_config);
+  if (options.device == "auto" && cuda::DeviceCount() > 0) {
+    if (absl::Status s = CheckCudaServes(model, engine_config); !s.ok()) {
+      KV_LOG(WARNING) << "--device auto: not using the GPU: " << s.message();
+    } else {
+      return MakeCudaBackend(options, model, engine_config);
+    }
   }
+#else
+  if (options.device == "cuda") {
+    return absl::FailedPreconditionError(
+        "--device cuda: this kvserve was built without the CUDA backend (KVSERVE_CUDA=OFF, or no "
+        "nvcc at build time)");
+  }
+#endif
   if (options.dtype != "auto" && options.dtype != "float32") {
     KV_LOG(WARNING) << "--dtype " << options.dtype << " ignored: the CPU backend computes in float32";
   }

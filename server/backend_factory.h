@@ -17,9 +17,13 @@ struct BackendOptions {
   double gpu_memory_utilization = 0.9;
 };
 
-/// "auto" is cuda when this build has the CUDA backend and a GPU is present,
-/// else cpu. On the GPU, sizes `engine_config.num_kv_blocks` from
-/// gpu_memory_utilization when it is 0.
+/// "auto" is cuda when this build has the CUDA backend, a GPU is present and
+/// the kernels serve the model's head dim and the block size; else cpu.
+/// dtype "auto" is bfloat16 on the GPU (the CPU always computes in float32).
+/// On the GPU, copies gpu_memory_utilization into `engine_config`, from which
+/// the engine sizes the KV pool once the weights are loaded (when
+/// num_kv_blocks is 0). Errors name the flag: an unknown device or dtype, a
+/// GPU that is absent or not built for, a model the kernels do not serve.
 absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(const BackendOptions& options,
                                                      const ModelConfig& model,
                                                      EngineConfig& engine_config);

@@ -43,17 +43,21 @@ int CollectingSink::num_outputs() const {
   return outputs_;
 }
 
-TestEngine MakeCpuEngine(const std::string& model_dir, EngineConfig config) {
+TestEngine MakeEngine(const std::string& model_dir, std::unique_ptr<Backend> backend,
+                      EngineConfig config) {
   TestEngine t;
   t.registry = std::make_unique<prometheus::Registry>();
   auto source = OpenModelSource(model_dir);
   EXPECT_TRUE(source.ok()) << source.status();
   if (!source.ok()) return t;
-  auto engine = Engine::Create(config, *std::move(source), std::make_unique<CpuBackend>(),
-                               *t.registry);
+  auto engine = Engine::Create(config, *std::move(source), std::move(backend), *t.registry);
   EXPECT_TRUE(engine.ok()) << engine.status();
   if (engine.ok()) t.engine = *std::move(engine);
   return t;
+}
+
+TestEngine MakeCpuEngine(const std::string& model_dir, EngineConfig config) {
+  return MakeEngine(model_dir, std::make_unique<CpuBackend>(), std::move(config));
 }
 
 Request GreedyRequest(std::vector<int32_t> prompt, uint32_t max_new_tokens, bool capture_logits) {

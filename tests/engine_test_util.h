@@ -1,5 +1,5 @@
 // Helpers for tests that drive the engine directly (no gRPC): a sink that
-// collects a request's outputs, and engine construction on the CPU backend.
+// collects a request's outputs, and engine construction on a backend.
 #pragma once
 
 #include <atomic>
@@ -50,6 +50,9 @@ struct TestEngine {
   std::unique_ptr<Engine> engine;
 };
 
+/// An engine on `backend` serving `model_dir` ("" = the default model).
+TestEngine MakeEngine(const std::string& model_dir, std::unique_ptr<Backend> backend,
+                      EngineConfig config = {});
 /// An engine on the CPU backend serving `model_dir` ("" = the default model).
 TestEngine MakeCpuEngine(const std::string& model_dir, EngineConfig config = {});
 

@@ -32,9 +32,11 @@ __device__ float BlockSum(float v) {
 // One block per row. With kResidual, residual += x (stored rounded to T, as the
 // next layer reads it) and the sum is normalized.
 template <typename T, bool kResidual>
-__global__ void RmsNormKernel(T* __restrict__ residual, const T* __restrict__ x,
-                              const T* __restrict__ weight, float eps, int n,
-                              T* __restrict__ out) {
+__global__ void RmsNormKernel(T* __restrict__ residual,      // [rows, n] or null
+                              const T* __restrict__ x,       // [rows, n]
+                              const T* __restrict__ weight,  // [n]
+                              float eps, int n,
+                              T* __restrict__ out) {         // [rows, n]
   const int64_t row = blockIdx.x;
   const T* xr = x + row * n;
   T* rr = kResidual ? residual + row * n : nullptr;

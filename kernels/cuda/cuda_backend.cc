@@ -1,0 +1,215 @@
+#include "kernels/cuda/cuda_backend.h"
+
+#include <cstring>
+#include <initializer_list>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "kernels/base/logging.h"
+#include "kernels/base/status_macros.h"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/decode_attention.h"
+#include "kernels/cuda/device_info.h"
+#include "kernels/cuda/dispatch.h"
+#include "kernels/cuda/elementwise.h"
+#include "kernels/cuda/kv_cache_write.h"
+#include "kernels/cuda/prefill_attention.h"
+#include "kernels/cuda/rmsnorm.cuh"
+#include "kernels/cuda/rope_split.h"
+#include "kernels/cuda/sample.h"
+#include "kernels/op_checks.h"
+
+namespace kvserve::cuda {
+namespace {
+
+// The attention kernels read and write whole 16-byte vectors.
+absl::Status RequireAligned16(absl::string_view op, std::initializer_list<const Tensor*> tensors) {
+  for (const Tensor* t : tensors) {
+    if (reinterpret_cast<uintptr_t>(t->data) % 16 != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(op, ": the CUDA backend needs 16-byte aligned tensors, got ",
+                       t->DebugString(), " at ", absl::Hex(reinterpret_cast<uintptr_t>(t->data))));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const CudaBackendOptions& options) {
+  if (options.dtype == DType::kInt32) {
+    return absl::InvalidArgumentError("the CUDA backend computes in float32, bfloat16 or float16");
+  }
+  if (DeviceCount() == 0) {
+    return absl::FailedPreconditionError(absl::StrCat("--device cuda: ", DescribeDevice()));
+  }
+  std::unique_ptr<CudaBackend> b(new CudaBackend());
+  b->dtype_ = options.dtype;
+  RETURN_IF_CUDA_ERROR(cudaSetDevice(0));
+  cudaDeviceProp prop{};
+  RETURN_IF_CUDA_ERROR(cudaGetDeviceProperties(&prop, 0));
+  b->num_sms_ = prop.multiProcessorCount;
+  b->device_name_ =
+      absl::StrFormat("%s (sm_%d%d, %d SMs)", prop.name, prop.major, prop.minor, prop.multiProcessorCount);
+  RETURN_IF_ERROR(CheckKernelImage());
+  ASSIGN_OR_RETURN(b->stream_, CudaStream::Create());
+  ASSIGN_OR_RETURN(b->staging_,
+                   PinnedStaging::Create(b->stream_.get(), options.staging_slot_bytes, /*num_slots=*/2));
+  ASSIGN_OR_RETURN(b->gemm_, CublasLtGemm::Create(b->stream_.get(), options.gemm_workspace_bytes));
+  ASSIGN_OR_RETURN(b->error_device_, CudaBuffer::Allocate(sizeof(DeviceError)));
+  ASSIGN_OR_RETURN(b->error_host_, PinnedBuffer::Allocate(sizeof(DeviceError)));
+  std::memset(b->error_host_.data(), 0, sizeof(DeviceError));
+  RETURN_IF_CUDA_ERROR(
+      cudaMemsetAsync(b->error_device_->data(), 0, sizeof(DeviceError), b->stream_.get()));
+  RETURN_IF_CUDA_ERROR(cudaStreamSynchronize(b->stream_.get()));
+  return b;
+}
+
+CudaBackend::~CudaBackend() {
+  if (stream_.get() != nullptr) {
+    const cudaError_t err = cudaStreamSynchronize(stream_.get());
+    if (err != cudaSuccess) {
+      KV_LOG(ERROR) << "CudaBackend: cudaStreamSynchronize: " << cudaGetErrorString(err);
+    }
+  }
+}
+
+absl::StatusOr<DeviceMemoryInfo> CudaBackend::MemoryInfo() {
+  DeviceMemoryInfo info;
+  RETURN_IF_CUDA_ERROR(cudaMemGetInfo(&info.free_bytes, &info.total_bytes));
+  return info;
+}
+
+absl::Status CudaBackend::EnqueueErrorFetch() {
+  RETURN_IF_CUDA_ERROR(cudaMemcpyAsync(error_host_.data(), error_device_->data(),
+                                       sizeof(DeviceError), cudaMemcpyDeviceToHost, stream()));
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::TakeDeviceError() {
+  auto* e = static_cast<DeviceError*>(error_host_.data());
+  if (e->code == 0) return absl::OkStatus();
+  absl::Status status = DeviceErrorStatus(*e);
+  std::memset(e, 0, sizeof(DeviceError));
+  RETURN_IF_CUDA_ERROR(cudaMemsetAsync(error_device_->data(), 0, sizeof(DeviceError), stream()));
+  return status;
+}
+
+absl::StatusOr<DeviceBufferPtr> CudaBackend::Allocate(size_t bytes) {
+  return CudaBuffer::Allocate(bytes);
+}
+
+absl::Status CudaBackend::CopyToDevice(const void* host, size_t bytes, void* device) {
+  return staging_->ToDevice(host, bytes, device);
+}
+
+absl::Status CudaBackend::CopyToHost(const void* device, size_t bytes, void* host) {
+  if (bytes > staging_->slot_bytes()) {
+    // Large copies (captured logits of a big vocabulary): straight into the
+    // pageable destination; the call returns once the copy is done.
+    RETURN_IF_CUDA_ERROR(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, stream()));
+    RETURN_IF_ERROR(EnqueueErrorFetch());
+    RETURN_IF_CUDA_ERROR(cudaStreamSynchronize(stream()));
+    return TakeDeviceError();
+  }
+  ASSIGN_OR_RETURN(PinnedStaging::Slot slot, staging_->Acquire());
+  if (bytes > 0) {
+    RETURN_IF_CUDA_ERROR(cudaMemcpyAsync(slot.data, device, bytes, cudaMemcpyDeviceToHost, stream()));
+  }
+  RETURN_IF_ERROR(EnqueueErrorFetch());
+  RETURN_IF_CUDA_ERROR(cudaStreamSynchronize(stream()));
+  RETURN_IF_ERROR(staging_->Release(slot));
+  // A kernel's error means the copied data may be garbage: report it instead.
+  RETURN_IF_ERROR(TakeDeviceError());
+  if (bytes > 0) std::memcpy(host, slot.data, bytes);
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::Upload(const void* host, DType src_dtype, Tensor dst) {
+  return staging_->UploadConverted(host, src_dtype, dst.numel(), dst.dtype, dst.data);
+}
+
+absl::Status CudaBackend::Synchronize() {
+  RETURN_IF_ERROR(EnqueueErrorFetch());
+  RETURN_IF_CUDA_ERROR(cudaStreamSynchronize(stream()));
+  return TakeDeviceError();
+}
+
+absl::Status CudaBackend::Embedding(Tensor ids, Tensor table, Tensor out) {
+  RETURN_IF_ERROR(CheckEmbedding(ids, table, out));
+  return LaunchEmbedding(ids, table, out, static_cast<DeviceError*>(error_device_->data()), stream());
+}
+
+absl::Status CudaBackend::RmsNorm(Tensor x, Tensor weight, float eps, Tensor out) {
+  RETURN_IF_ERROR(CheckRmsNorm(x, weight, out));
+  return LaunchRmsNorm(Tensor(), x, weight, eps, out, stream());
+}
+
+absl::Status CudaBackend::AddRmsNorm(Tensor residual, Tensor x, Tensor weight, float eps,
+                                     Tensor out) {
+  RETURN_IF_ERROR(CheckAddRmsNorm(residual, x, weight, out));
+  return LaunchRmsNorm(residual, x, weight, eps, out, stream());
+}
+
+absl::Status CudaBackend::Linear(Tensor x, Tensor weight, Tensor bias, Tensor out) {
+  RETURN_IF_ERROR(CheckLinear(x, weight, bias, out));
+  return gemm_->Linear(x, weight, bias, out);
+}
+
+absl::Status CudaBackend::RopeSplitQkv(const RopeSplitParams& params) {
+  RETURN_IF_ERROR(CheckRopeSplit(params));
+  return LaunchRopeSplit(params, static_cast<DeviceError*>(error_device_->data()), stream());
+}
+
+absl::Status CudaBackend::SiluMul(Tensor gate_up, Tensor out) {
+  RETURN_IF_ERROR(CheckSiluMul(gate_up, out));
+  return LaunchSiluMul(gate_up, out, stream());
+}
+
+absl::Status CudaBackend::GatherRows(Tensor x, Tensor rows, Tensor out) {
+  RETURN_IF_ERROR(CheckGatherRows(x, rows, out));
+  return LaunchGatherRows(x, rows, out, static_cast<DeviceError*>(error_device_->data()), stream());
+}
+
+absl::Status CudaBackend::PrefillAttention(const PrefillAttentionParams& p) {
+  RETURN_IF_ERROR(CheckPrefillAttention(p));
+  // Refuse an unserved shape before the cache is touched.
+  RETURN_IF_ERROR(CheckServedAttentionShape(p.shape.head_dim, p.cache.block_size));
+  RETURN_IF_ERROR(
+      RequireAligned16("PrefillAttention", {&p.q, &p.k, &p.v, &p.out, &p.cache.k, &p.cache.v}));
+  auto* error = static_cast<DeviceError*>(error_device_->data());
+  RETURN_IF_ERROR(LaunchKvCacheWrite(p.k, p.v, p.slot_mapping, p.cache, error, stream()));
+  return LaunchPrefillAttention(p, error, stream());
+}
+
+absl::Status CudaBackend::EnsureDecodeWorkspace(size_t floats) {
+  const size_t bytes = floats * sizeof(float);
+  if (decode_workspace_ != nullptr && decode_workspace_->size() >= bytes) return absl::OkStatus();
+  // Grow geometrically; the old buffer may still be read by queued kernels,
+  // and cudaFree waits for the device, so dropping it here is safe.
+  const size_t grown = std::max(bytes, decode_workspace_ ? 2 * decode_workspace_->size() : bytes);
+  decode_workspace_.reset();
+  ASSIGN_OR_RETURN(decode_workspace_, CudaBuffer::Allocate(grown));
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::DecodeAttention(const DecodeAttentionParams& p) {
+  RETURN_IF_ERROR(CheckDecodeAttention(p));
+  RETURN_IF_ERROR(CheckServedAttentionShape(p.shape.head_dim, p.cache.block_size));
+  RETURN_IF_ERROR(
+      RequireAligned16("DecodeAttention", {&p.q, &p.k, &p.v, &p.out, &p.cache.k, &p.cache.v}));
+  auto* error = static_cast<DeviceError*>(error_device_->data());
+  const DecodePlan plan = PlanDecodeAttention(p, num_sms_);
+  if (plan.workspace_floats > 0) RETURN_IF_ERROR(EnsureDecodeWorkspace(plan.workspace_floats));
+  RETURN_IF_ERROR(LaunchKvCacheWrite(p.k, p.v, p.slot_mapping, p.cache, error, stream()));
+  float* workspace =
+      plan.workspace_floats > 0 ? static_cast<float*>(decode_workspace_->data()) : nullptr;
+  return LaunchDecodeAttention(p, plan, workspace, error, stream());
+}
+
+absl::Status CudaBackend::Sample(const SampleParams& params) {
+  RETURN_IF_ERROR(CheckSample(params));
+  return LaunchSample(params, stream());
+}
+
+}  // namespace kvserve::cuda

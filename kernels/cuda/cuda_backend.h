@@ -1,0 +1,95 @@
+// The CUDA backend: every op of the Backend interface on one GPU, enqueued
+// on one stream owned by the backend (ops return as soon as the work is
+// queued; CopyToHost and Synchronize wait for it).
+//
+// - Device 0 of the process (CUDA_VISIBLE_DEVICES picks the GPU): the
+//   runtime's current device is per thread, and the engine calls the backend
+//   from its own thread, where device 0 is current.
+// - compute_dtype() (bfloat16 by default, float16 or float32) is the dtype the
+//   model's weights, activations and KV cache are allocated in; Upload
+//   converts checkpoints to it. The ops themselves accept any of the three
+//   (the tensors' dtype decides) with float32 accumulation throughout;
+//   Linear may write float32 (the logits).
+// - GEMMs go through cuBLASLt (cublaslt_gemm.h); everything else through the
+//   kernels of this directory.
+// - Shapes are checked on the host by kernels/op_checks.h (the same messages
+//   as the CPU backend); data-dependent errors (an id out of range, a bad
+//   block table) are found by the kernels and returned by the next
+//   CopyToHost or Synchronize (device_error.h).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <memory>
+#include <string>
+
+#include "kernels/backend.h"
+#include "kernels/cuda/cublaslt_gemm.h"
+#include "kernels/cuda/cuda_resources.h"
+#include "kernels/cuda/device_error.h"
+#include "kernels/cuda/pinned_staging.h"
+
+namespace kvserve::cuda {
+
+struct CudaBackendOptions {
+  DType dtype = DType::kBFloat16;  // float32, bfloat16 or float16
+  size_t gemm_workspace_bytes = size_t(32) << 20;
+  size_t staging_slot_bytes = size_t(8) << 20;  // two pinned slots of this size
+};
+
+class CudaBackend final : public Backend {
+ public:
+  /// FailedPrecondition without a usable device; InvalidArgument for a dtype
+  /// other than float32 / bfloat16 / float16.
+  static absl::StatusOr<std::unique_ptr<CudaBackend>> Create(const CudaBackendOptions& options);
+  ~CudaBackend() override;
+
+  DeviceKind device() const override { return DeviceKind::kCuda; }
+  std::string name() const override { return "cuda"; }
+  DType compute_dtype() const override { return dtype_; }
+  absl::StatusOr<DeviceMemoryInfo> MemoryInfo() override;
+
+  absl::StatusOr<DeviceBufferPtr> Allocate(size_t bytes) override;
+  absl::Status CopyToDevice(const void* host, size_t bytes, void* device) override;
+  absl::Status CopyToHost(const void* device, size_t bytes, void* host) override;
+  absl::Status Upload(const void* host, DType src_dtype, Tensor dst) override;
+  absl::Status Synchronize() override;
+
+  absl::Status Embedding(Tensor ids, Tensor table, Tensor out) override;
+  absl::Status RmsNorm(Tensor x, Tensor weight, float eps, Tensor out) override;
+  absl::Status AddRmsNorm(Tensor residual, Tensor x, Tensor weight, float eps,
+                          Tensor out) override;
+  absl::Status Linear(Tensor x, Tensor weight, Tensor bias, Tensor out) override;
+  absl::Status RopeSplitQkv(const RopeSplitParams& params) override;
+  absl::Status SiluMul(Tensor gate_up, Tensor out) override;
+  absl::Status GatherRows(Tensor x, Tensor rows, Tensor out) override;
+  absl::Status PrefillAttention(const PrefillAttentionParams& params) override;
+  absl::Status DecodeAttention(const DecodeAttentionParams& params) override;
+  absl::Status Sample(const SampleParams& params) override;
+
+  cudaStream_t stream() const { return stream_.get(); }
+  /// "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs)".
+  const std::string& device_name() const { return device_name_; }
+
+ private:
+  CudaBackend() = default;
+  /// After a synchronization: the first error a kernel reported since the
+  /// last check (cleared), or OK.
+  absl::Status TakeDeviceError();
+  /// Enqueues the copy of the device error word into pinned memory.
+  absl::Status EnqueueErrorFetch();
+  /// Grows the decode split workspace to at least `floats`.
+  absl::Status EnsureDecodeWorkspace(size_t floats);
+
+  DType dtype_ = DType::kBFloat16;
+  int num_sms_ = 1;
+  std::string device_name_;
+  CudaStream stream_;
+  std::unique_ptr<PinnedStaging> staging_;
+  std::unique_ptr<CublasLtGemm> gemm_;
+  DeviceBufferPtr error_device_;  // one DeviceError
+  PinnedBuffer error_host_;       // its host mirror
+  DeviceBufferPtr decode_workspace_;
+};
+
+}  // namespace kvserve::cuda

@@ -1,0 +1,157 @@
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/dtype_dispatch.cuh"
+#include "kernels/cuda/elementwise.h"
+#include "kernels/cuda/type_convert.cuh"
+
+namespace kvserve::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+// One block per output row: out[i] = src[index[i]], copied in words of W (16,
+// 4 or 2 bytes, whichever divides the row and both base pointers). An index
+// outside [0, src_rows) is reported and its row zero-filled.
+template <typename W>
+__global__ void GatherRowsKernel(const W* __restrict__ src,       // [src_rows, words]
+                                 const int32_t* __restrict__ index,  // [out_rows]
+                                 int64_t src_rows, int64_t words,
+                                 W* __restrict__ out,              // [out_rows, words]
+                                 DeviceErrorCode code, DeviceError* error) {
+  const int64_t row = blockIdx.x;
+  const int32_t r = index[row];
+  W* o = out + row * words;
+  if (r < 0 || r >= src_rows) {
+    if (threadIdx.x == 0) ReportDeviceError(error, code, r, src_rows);
+    for (int64_t i = threadIdx.x; i < words; i += blockDim.x) o[i] = W{};
+    return;
+  }
+  const W* s = src + int64_t(r) * words;
+  for (int64_t i = threadIdx.x; i < words; i += blockDim.x) o[i] = s[i];
+}
+
+bool Aligned(const void* p, size_t alignment) {
+  return reinterpret_cast<uintptr_t>(p) % alignment == 0;
+}
+
+absl::Status LaunchGather(Tensor src, Tensor index, Tensor out, DeviceErrorCode code,
+                          DeviceError* error, cudaStream_t stream) {
+  const int64_t rows = index.dim(0);
+  if (rows == 0) return absl::OkStatus();
+  const size_t row_bytes = static_cast<size_t>(src.row_elems()) * DTypeSize(src.dtype);
+  auto launch = [&](auto word) {
+    using W = decltype(word);
+    GatherRowsKernel<W><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
+        static_cast<const W*>(src.data), index.as<int32_t>(), src.dim(0),
+        static_cast<int64_t>(row_bytes / sizeof(W)), static_cast<W*>(out.data), code, error);
+  };
+  if (row_bytes % 16 == 0 && Aligned(src.data, 16) && Aligned(out.data, 16)) {
+    launch(uint4{});
+  } else if (row_bytes % 4 == 0 && Aligned(src.data, 4) && Aligned(out.data, 4)) {
+    launch(uint32_t{});
+  } else {
+    launch(uint16_t{});
+  }
+  RETURN_IF_LAUNCH_ERROR();
+  return absl::OkStatus();
+}
+
+// Grid-stride over the [rows, inter] outputs; float32 math as the CPU does it.
+template <typename T>
+__global__ void SiluMulKernel(const T* __restrict__ gate_up,  // [rows, 2 * inter]
+                              int64_t rows, int64_t inter,
+                              T* __restrict__ out) {          // [rows, inter]
+  const int64_t total = rows * inter;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t r = i / inter, c = i - r * inter;
+    const float gate = ToFloat(gate_up[r * 2 * inter + c]);
+    const float up = ToFloat(gate_up[r * 2 * inter + inter + c]);
+    out[i] = FromFloat<T>(gate / (1.f + expf(-gate)) * up);
+  }
+}
+
+template <typename TOut, typename TBias>
+__global__ void AddBiasKernel(const TBias* __restrict__ bias,  // [n]
+                              int64_t rows, int64_t n,
+                              TOut* __restrict__ out) {        // [rows, n]
+  const int64_t total = rows * n;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    out[i] = FromFloat<TOut>(ToFloat(out[i]) + ToFloat(bias[i % n]));
+  }
+}
+
+// Enough blocks to cover `total` elements, capped: grid-stride does the rest.
+unsigned GridFor(int64_t total) {
+  return static_cast<unsigned>(std::min<int64_t>((total + kThreads - 1) / kThreads, 65536));
+}
+
+}  // namespace
+
+absl::Status LaunchEmbedding(Tensor ids, Tensor table, Tensor out, DeviceError* error,
+                             cudaStream_t stream) {
+  return LaunchGather(table, ids, out, DeviceErrorCode::kTokenId, error, stream);
+}
+
+absl::Status LaunchGatherRows(Tensor x, Tensor rows, Tensor out, DeviceError* error,
+                              cudaStream_t stream) {
+  return LaunchGather(x, rows, out, DeviceErrorCode::kGatherRow, error, stream);
+}
+
+absl::Status LaunchSiluMul(Tensor gate_up, Tensor out, cudaStream_t stream) {
+  const int64_t rows = out.dim(0), inter = out.dim(1);
+  if (rows * inter == 0) return absl::OkStatus();
+  return DispatchFloat(out.dtype, "SiluMul", [&](auto tag) -> absl::Status {
+    using T = decltype(tag);
+    SiluMulKernel<T><<<GridFor(rows * inter), kThreads, 0, stream>>>(gate_up.as<const T>(), rows,
+                                                                      inter, out.as<T>());
+    RETURN_IF_LAUNCH_ERROR();
+    return absl::OkStatus();
+  });
+}
+
+absl::Status CheckKernelImage() {
+  cudaFuncAttributes attributes{};
+  const cudaError_t err = cudaFuncGetAttributes(&attributes, SiluMulKernel<float>);
+  if (err == cudaErrorInvalidDeviceFunction || err == cudaErrorNoKernelImageForDevice) {
+    cudaGetLastError();
+    int device = 0, major = 0, minor = 0;
+    cudaGetDevice(&device);
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the CUDA kernels were built for another GPU (CMAKE_CUDA_ARCHITECTURES, default 90a: "
+        "H100/H200); this device is sm_", major, minor, ": ", cudaGetErrorString(err)));
+  }
+  RETURN_IF_CUDA_ERROR(err);
+  return absl::OkStatus();
+}
+
+absl::Status LaunchAddBias(Tensor bias, Tensor out, cudaStream_t stream) {
+  const int64_t rows = out.dim(0), n = out.dim(1);
+  if (rows * n == 0) return absl::OkStatus();
+  return DispatchFloat(bias.dtype, "AddBias", [&](auto bias_tag) -> absl::Status {
+    using TBias = decltype(bias_tag);
+    auto launch = [&](auto out_tag) -> absl::Status {
+      using TOut = decltype(out_tag);
+      AddBiasKernel<TOut, TBias><<<GridFor(rows * n), kThreads, 0, stream>>>(
+          bias.as<const TBias>(), rows, n, out.as<TOut>());
+      RETURN_IF_LAUNCH_ERROR();
+      return absl::OkStatus();
+    };
+    // Only the bias's own dtype and the float32 logits occur (CheckLinear).
+    if (out.dtype == DType::kFloat32) return launch(float{});
+    if (out.dtype != bias.dtype) {
+      return absl::InvalidArgumentError("AddBias: out must have the bias's dtype or float32");
+    }
+    return launch(TBias{});
+  });
+}
+
+}  // namespace kvserve::cuda

@@ -1,0 +1,283 @@
+// Decode throughput of the CUDA engine on a Llama-3.2-1B-shaped model with
+// random bf16 weights (hidden 2048, 16 layers, 32/8 heads of 64, intermediate
+// 8192, vocab 128256, tied embeddings), at batch 1 and 32, next to the
+// memory roofline measured in the same run:
+//
+//   ceiling ms/step = weight bytes / device-to-device copy bandwidth
+//
+// (every decode step reads every weight once; the copy moves bytes read +
+// bytes written). Requests go through the engine (scheduler, metadata
+// uploads, sampling: the serving path), all submitted at once with the same
+// prompt length, greedy, EOS ignored; decode tokens/s counts the tokens after
+// every request's first one, over the time from the last first token to the
+// last token.
+//
+//   cuda_decode_bench [--batches=1,32] [--prompt=128] [--new_tokens=128] [--json=report.json]
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstdio>
+#include <fstream>
+#include <mutex>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "engine/default_model.h"
+#include "engine/engine.h"
+#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/device_info.h"
+#include "nlohmann/json.hpp"
+#include "prometheus/registry.h"
+
+ABSL_FLAG(std::string, batches, "1,32", "Batch sizes to measure, comma separated.");
+ABSL_FLAG(int, prompt, 128, "Prompt tokens per request.");
+ABSL_FLAG(int, new_tokens, 128, "Generated tokens per request.");
+ABSL_FLAG(std::string, json, "", "Write the results here as JSON.");
+ABSL_FLAG(std::string, dtype, "bfloat16", "Compute dtype of the CUDA backend.");
+
+namespace kvserve {
+namespace {
+
+ModelConfig Llama32_1B() {
+  ModelConfig c;
+  c.model_type = "llama";
+  c.architecture = "LlamaForCausalLM";
+  c.vocab_size = 128256;
+  c.hidden_size = 2048;
+  c.intermediate_size = 8192;
+  c.num_layers = 16;
+  c.num_heads = 32;
+  c.num_kv_heads = 8;
+  c.head_dim = 64;
+  c.max_context = 2048;
+  c.rms_norm_eps = 1e-5f;
+  c.rope_theta = 500000.0;
+  c.tie_word_embeddings = true;
+  c.bos_token_id = 128000;
+  c.eos_token_ids = {128001};
+  return c;
+}
+
+// Parameters the model reads once per decode step (the tied embedding once,
+// as the LM head; the embedding lookup itself reads only T rows).
+int64_t WeightParams(const ModelConfig& c) {
+  const int64_t h = c.hidden_size, qkv = int64_t(c.num_heads + 2 * c.num_kv_heads) * c.head_dim;
+  const int64_t per_layer = h * qkv + int64_t(c.num_heads) * c.head_dim * h +
+                            3 * int64_t(c.intermediate_size) * h + 2 * h;
+  return int64_t(c.vocab_size) * h + c.num_layers * per_layer + h;
+}
+
+// Records when each token of one request arrived.
+class TimingSink final : public RequestSink {
+ public:
+  void OnOutput(RequestOutput output) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t i = 0; i < output.token_ids.size(); ++i) times_.push_back(absl::Now());
+    if (output.finished()) done_ = true;
+    cv_.notify_all();
+  }
+  void OnAbort(absl::Status status) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    status_ = std::move(status);
+    done_ = true;
+    cv_.notify_all();
+  }
+  bool IsCancelled() const override { return false; }
+  absl::Status Wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return done_; });
+    return status_;
+  }
+  std::vector<absl::Time> times() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return times_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<absl::Time> times_;
+  absl::Status status_;
+  bool done_ = false;
+};
+
+// Median device-to-device copy bandwidth (bytes read + written per second)
+// over 1 GiB buffers.
+double MeasureCopyBandwidth() {
+  constexpr size_t kBytes = size_t(1) << 30;
+  void *a = nullptr, *b = nullptr;
+  if (cudaMalloc(&a, kBytes) != cudaSuccess || cudaMalloc(&b, kBytes) != cudaSuccess) return 0;
+  cudaMemset(a, 1, kBytes);
+  cudaEvent_t start, stop;
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+  std::vector<float> ms;
+  for (int i = 0; i < 13; ++i) {
+    cudaEventRecord(start);
+    cudaMemcpyAsync(b, a, kBytes, cudaMemcpyDeviceToDevice);
+    cudaEventRecord(stop);
+    cudaEventSynchronize(stop);
+    float t = 0;
+    cudaEventElapsedTime(&t, start, stop);
+    if (i >= 3) ms.push_back(t);  // the first runs warm up
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  cudaFree(a);
+  cudaFree(b);
+  std::sort(ms.begin(), ms.end());
+  return 2.0 * kBytes / (ms[ms.size() / 2] * 1e-3);
+}
+
+struct Result {
+  int batch = 0;
+  double decode_tokens_per_s = 0;
+  double ms_per_step = 0;
+  double ttft_ms = 0;
+};
+
+absl::StatusOr<Result> Measure(Engine& engine, int batch, int prompt_len, int new_tokens,
+                               std::mt19937& rng) {
+  std::vector<std::shared_ptr<TimingSink>> sinks;
+  const absl::Time submitted = absl::Now();
+  for (int i = 0; i < batch; ++i) {
+    Request r;
+    r.prompt.resize(prompt_len);
+    for (int32_t& t : r.prompt) t = static_cast<int32_t>(rng() % 128000);
+    r.stopping.max_new_tokens = new_tokens;
+    r.stopping.ignore_eos = true;
+    sinks.push_back(std::make_shared<TimingSink>());
+    if (absl::Status s = engine.Submit(std::move(r), sinks.back()); !s.ok()) return s;
+  }
+  absl::Time first_all = absl::InfinitePast(), last_all = absl::InfinitePast();
+  int64_t decoded = 0;
+  for (auto& sink : sinks) {
+    if (absl::Status s = sink->Wait(); !s.ok()) return s;
+    first_all = std::max(first_all, sink->times().front());
+  }
+  for (auto& sink : sinks) {
+    for (absl::Time t : sink->times()) {
+      if (t > first_all) ++decoded;
+      last_all = std::max(last_all, t);
+    }
+  }
+  Result r;
+  r.batch = batch;
+  const double seconds = absl::ToDoubleSeconds(last_all - first_all);
+  r.decode_tokens_per_s = seconds > 0 ? decoded / seconds : 0;
+  r.ms_per_step = seconds * 1e3 / std::max(1, new_tokens - 1);
+  r.ttft_ms = absl::ToDoubleMilliseconds(first_all - submitted);
+  return r;
+}
+
+int Run() {
+  if (cuda::DeviceCount() == 0) {
+    std::fprintf(stderr, "cuda_decode_bench: %s\n", cuda::DescribeDevice().c_str());
+    return 2;
+  }
+  std::vector<int> batches;
+  for (absl::string_view part : absl::StrSplit(absl::GetFlag(FLAGS_batches), ',')) {
+    int b = 0;
+    if (!absl::SimpleAtoi(part, &b) || b < 1) {
+      std::fprintf(stderr, "--batches: bad batch size \"%s\"\n", std::string(part).c_str());
+      return 2;
+    }
+    batches.push_back(b);
+  }
+  auto dtype = ParseDType(absl::GetFlag(FLAGS_dtype));
+  if (!dtype.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(dtype.status().message()).c_str());
+    return 2;
+  }
+  const int prompt_len = absl::GetFlag(FLAGS_prompt), new_tokens = absl::GetFlag(FLAGS_new_tokens);
+  const int max_batch = *std::max_element(batches.begin(), batches.end());
+
+  const double copy_bw = MeasureCopyBandwidth();
+  const ModelConfig config = Llama32_1B();
+  const double weight_bytes = double(WeightParams(config)) * DTypeSize(*dtype);
+  const double ceiling_ms = copy_bw > 0 ? weight_bytes / copy_bw * 1e3 : 0;
+
+  cuda::CudaBackendOptions options;
+  options.dtype = *dtype;
+  auto backend = cuda::CudaBackend::Create(options);
+  if (!backend.ok()) {
+    std::fprintf(stderr, "%s\n", backend.status().ToString().c_str());
+    return 1;
+  }
+  const std::string device = (*backend)->device_name();
+  EngineConfig ec;
+  ec.max_num_seqs = std::max(max_batch, 1);
+  ec.max_num_batched_tokens = std::max(4096, max_batch);
+  ModelSource source;
+  source.name = "llama-3.2-1b-shaped-random";
+  source.config = config;
+  source.weights = std::make_unique<RandomWeightSource>(config, /*seed=*/1);
+  prometheus::Registry registry;
+  const absl::Time load_start = absl::Now();
+  auto engine = Engine::Create(ec, std::move(source), *std::move(backend), registry);
+  if (!engine.ok()) {
+    std::fprintf(stderr, "%s\n", engine.status().ToString().c_str());
+    return 1;
+  }
+  const double load_s = absl::ToDoubleSeconds(absl::Now() - load_start);
+  std::mt19937 rng(5);
+
+  nlohmann::json report;
+  report["device"] = device;
+  report["model"] = "Llama-3.2-1B-shaped, random weights";
+  report["dtype"] = std::string(DTypeName(*dtype));
+  report["prompt_tokens"] = prompt_len;
+  report["new_tokens"] = new_tokens;
+  report["weight_bytes"] = weight_bytes;
+  report["copy_bandwidth_gb_s"] = copy_bw / 1e9;
+  report["roofline_ms_per_step"] = ceiling_ms;
+  report["load_s"] = load_s;
+  std::printf("device %s; weights %.2f GB %s (loaded in %.1f s)\n", device.c_str(),
+              weight_bytes / 1e9, std::string(DTypeName(*dtype)).c_str(), load_s);
+  std::printf("device-to-device copy %.0f GB/s -> roofline %.3f ms/step\n", copy_bw / 1e9, ceiling_ms);
+  for (int batch : batches) {
+    // Warm-up at this batch size: cuBLASLt plans for these shapes, first launches.
+    if (auto warm = Measure(**engine, batch, prompt_len, 8, rng); !warm.ok()) {
+      std::fprintf(stderr, "warm-up: %s\n", warm.status().ToString().c_str());
+      return 1;
+    }
+    auto r = Measure(**engine, batch, prompt_len, new_tokens, rng);
+    if (!r.ok()) {
+      std::fprintf(stderr, "batch %d: %s\n", batch, r.status().ToString().c_str());
+      return 1;
+    }
+    const double ceiling_tps = ceiling_ms > 0 ? batch * 1e3 / ceiling_ms : 0;
+    const double ratio = r->ms_per_step > 0 ? ceiling_ms / r->ms_per_step : 0;
+    std::printf("batch %3d: decode %8.1f tokens/s, %.3f ms/step, TTFT %.1f ms | roofline %.3f ms/step "
+                "(%.0f tokens/s) | roofline/measured = %.2f\n",
+                batch, r->decode_tokens_per_s, r->ms_per_step, r->ttft_ms, ceiling_ms, ceiling_tps,
+                ratio);
+    report["batches"].push_back({{"batch", batch},
+                                 {"decode_tokens_per_s", r->decode_tokens_per_s},
+                                 {"ms_per_step", r->ms_per_step},
+                                 {"ttft_ms", r->ttft_ms},
+                                 {"roofline_tokens_per_s", ceiling_tps},
+                                 {"roofline_over_measured", ratio}});
+  }
+  if (const std::string path = absl::GetFlag(FLAGS_json); !path.empty()) {
+    std::ofstream(path) << report.dump(2) << "\n";
+  }
+  (*engine)->Stop();
+  return 0;
+}
+
+}  // namespace
+}  // namespace kvserve
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  return kvserve::Run();
+}

@@ -1,0 +1,185 @@
+// The whole forward pass on the GPU, through the engine:
+//   - float32: the Hugging Face fixtures' greedy tokens (up to the first
+//     near-tie, as golden_test.cc) and last logits within 1e-3;
+//   - bfloat16: the logits stay close to transformers' float32 ones: max
+//     |Δ| ≤ 0.15 (the logits span about ±7) and ‖Δ‖/‖ref‖ ≤ 2e-2, and the
+//     first token is transformers' wherever its margin is at least 0.3;
+//   - padding masks are exact (float32): a prompt batched with others, in
+//     shuffled orders and next to sampled traffic, gives the tokens it gives
+//     alone and logits within 1e-4;
+//   - seeded sampling on the GPU is deterministic;
+//   - the KV pool is sized from --gpu_memory_utilization after the weights,
+//     and a fraction too small to hold one block is refused.
+#include <algorithm>
+#include <numeric>
+#include <random>
+
+#include "gmock/gmock.h"
+#include "engine/default_model.h"
+#include "engine/model_loader.h"
+#include "gtest/gtest.h"
+#include "kernels/cuda/device_info.h"
+#include "tests/cuda_test_util.h"
+#include "tests/engine_test_util.h"
+#include "tests/golden_util.h"
+#include "tests/test_paths.h"
+
+namespace kvserve::testing {
+namespace {
+
+class CudaEngineTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device: " << cuda::DescribeDevice();
+  }
+  TestEngine NewEngine(DType dtype, EngineConfig config = {}) {
+    return MakeEngine(FixtureDir(GetParam()), NewCudaBackend(dtype), config);
+  }
+};
+
+TEST_P(CudaEngineTest, Float32ReproducesTheGoldenGreedyTokens) {
+  const std::vector<GoldenCase> cases = LoadGolden(FixtureDir(GetParam()) + "/golden.json");
+  TestEngine t = NewEngine(DType::kFloat32);
+  ASSERT_NE(t.engine, nullptr);
+  EXPECT_EQ(t.engine->info().device, "cuda");
+  EXPECT_EQ(t.engine->info().dtype, "float32");
+  for (const GoldenCase& c : cases) {
+    SCOPED_TRACE("prompt of " + std::to_string(c.prompt.size()) + " tokens");
+    auto sink = RunToCompletion(*t.engine, GreedyRequest(c.prompt, 24, /*capture_logits=*/true));
+    ASSERT_TRUE(sink->status.ok()) << sink->status;
+    ASSERT_EQ(sink->tokens.size(), 24u);
+    for (size_t i = 0; i < ComparableSteps(c); ++i) {
+      ASSERT_EQ(sink->tokens[i], c.greedy[i]) << "step " << i << " (margin " << c.margins[i] << ")";
+    }
+    ASSERT_FALSE(sink->logits.empty());
+    EXPECT_LT(MaxAbsDiff(sink->logits[0], c.last_logits), 1e-3);
+    EXPECT_EQ(sink->tokens[0], ArgMax(c.last_logits));
+  }
+}
+
+TEST_P(CudaEngineTest, Bfloat16LogitsStayCloseToTransformers) {
+  const std::vector<GoldenCase> cases = LoadGolden(FixtureDir(GetParam()) + "/golden.json");
+  TestEngine t = NewEngine(DType::kBFloat16);
+  ASSERT_NE(t.engine, nullptr);
+  EXPECT_EQ(t.engine->info().dtype, "bfloat16");
+  for (const GoldenCase& c : cases) {
+    SCOPED_TRACE("prompt of " + std::to_string(c.prompt.size()) + " tokens");
+    auto sink = RunToCompletion(*t.engine, GreedyRequest(c.prompt, 4, /*capture_logits=*/true));
+    ASSERT_TRUE(sink->status.ok()) << sink->status;
+    ASSERT_FALSE(sink->logits.empty());
+    const std::vector<float>& got = sink->logits[0];
+    ASSERT_FALSE(AnyNonFinite(got));
+    EXPECT_LE(MaxAbsDiff(got, c.last_logits), 0.15f);
+    EXPECT_LE(RelativeError(got, c.last_logits), 2e-2);
+    if (c.margins[0] >= 0.3f && !GenerateMaskedPrompt(c)) {
+      EXPECT_EQ(sink->tokens[0], c.greedy[0]);
+    }
+  }
+}
+
+TEST_P(CudaEngineTest, PaddingMasksAreExactInFloat32) {
+  EngineConfig config;
+  config.max_num_batched_tokens = 96;  // long prompts are chunked and mixed with decodes
+  TestEngine t = NewEngine(DType::kFloat32, config);
+  ASSERT_NE(t.engine, nullptr);
+  const int vocab = t.engine->info().vocab_size;
+  constexpr uint32_t kNewTokens = 12;
+  std::vector<std::vector<int32_t>> prompts;
+  for (const GoldenCase& c : LoadGolden(FixtureDir(GetParam()) + "/golden.json")) prompts.push_back(c.prompt);
+  std::mt19937 rng(17);
+  for (int i = 0; i < 5; ++i) {
+    std::vector<int32_t> p(1 + rng() % 90);
+    for (int32_t& id : p) id = static_cast<int32_t>(rng() % vocab);
+    prompts.push_back(std::move(p));
+  }
+  std::vector<std::shared_ptr<CollectingSink>> alone;
+  for (const auto& p : prompts) {
+    alone.push_back(RunToCompletion(*t.engine, GreedyRequest(p, kNewTokens, true)));
+    ASSERT_TRUE(alone.back()->status.ok()) << alone.back()->status;
+  }
+  for (int round = 0; round < 2; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    std::vector<int> order(prompts.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::shuffle(order.begin(), order.end(), rng);
+    std::vector<std::shared_ptr<CollectingSink>> sinks(prompts.size()), others;
+    for (int i : order) {
+      Request other = GreedyRequest({int32_t(rng() % vocab), int32_t(rng() % vocab)}, 1 + rng() % 20);
+      other.sampling.temperature = 0.9f;
+      other.sampling.top_p = 0.9f;
+      other.sampling.seed = rng();
+      others.push_back(std::make_shared<CollectingSink>());
+      ASSERT_TRUE(t.engine->Submit(other, others.back()).ok());
+      sinks[i] = std::make_shared<CollectingSink>();
+      ASSERT_TRUE(t.engine->Submit(GreedyRequest(prompts[i], kNewTokens, true), sinks[i]).ok());
+    }
+    for (auto& s : others) ASSERT_TRUE(s->WaitDone());
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      ASSERT_TRUE(sinks[i]->WaitDone());
+      ASSERT_TRUE(sinks[i]->status.ok()) << sinks[i]->status;
+      EXPECT_THAT(sinks[i]->tokens, ::testing::ElementsAreArray(alone[i]->tokens)) << "prompt " << i;
+      ASSERT_EQ(sinks[i]->logits.size(), alone[i]->logits.size());
+      for (size_t j = 0; j < sinks[i]->logits.size(); ++j) {
+        EXPECT_LT(MaxAbsDiff(sinks[i]->logits[j], alone[i]->logits[j]), 1e-4) << "prompt " << i << " step " << j;
+      }
+    }
+  }
+}
+
+TEST_P(CudaEngineTest, SeededSamplingIsDeterministic) {
+  TestEngine t = NewEngine(DType::kBFloat16);
+  ASSERT_NE(t.engine, nullptr);
+  auto sampled = [&](uint64_t seed) {
+    Request r = GreedyRequest({5, 9, 13, 2, 7}, 32);
+    r.sampling.temperature = 0.8f;
+    r.sampling.top_k = 40;
+    r.sampling.top_p = 0.9f;
+    r.sampling.seed = seed;
+    auto sink = RunToCompletion(*t.engine, r);
+    EXPECT_TRUE(sink->status.ok()) << sink->status;
+    return sink->tokens;
+  };
+  const std::vector<int32_t> first = sampled(42);
+  EXPECT_EQ(first.size(), 32u);
+  EXPECT_EQ(sampled(42), first);
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, CudaEngineTest,
+                         ::testing::Values("tiny-llama-gqa", "tiny-llama-mha-d128"));
+
+TEST(CudaKvSizingTest, PoolComesFromGpuMemoryUtilization) {
+  if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device: " << cuda::DescribeDevice();
+  auto backend = NewCudaBackend(DType::kBFloat16);
+  ASSERT_NE(backend, nullptr);
+  auto memory = backend->MemoryInfo();
+  ASSERT_TRUE(memory.ok()) << memory.status();
+  const double total = static_cast<double>(memory->total_bytes);
+  EngineConfig config;
+  config.max_num_seqs = 4096;  // so that the memory budget, not the sequences, bounds the pool
+  config.max_num_batched_tokens = 4096;
+  config.gpu_memory_utilization = 0.1;
+  TestEngine t = MakeEngine("", std::move(backend), config);  // the built-in model
+  ASSERT_NE(t.engine, nullptr);
+  const ModelInfo& info = t.engine->info();
+  const ModelConfig model = DefaultModelConfig();
+  const double block_bytes = 2.0 * model.num_layers * info.kv_block_size * model.num_kv_heads *
+                             model.head_dim * 2 /* bfloat16 */;
+  const double kv_bytes = info.kv_num_blocks * block_bytes;
+  EXPECT_GT(info.kv_num_blocks, 0);
+  EXPECT_LE(kv_bytes, 0.1 * total);
+  EXPECT_GE(kv_bytes, 0.1 * total - 4.0 * (1 << 30)) << "most of the budget goes to the KV cache";
+  auto sink = RunToCompletion(*t.engine, GreedyRequest({1, 2, 3}, 8));
+  EXPECT_TRUE(sink->status.ok()) << sink->status;
+
+  EngineConfig tiny = config;
+  tiny.gpu_memory_utilization = 0.001;  // less than the CUDA context alone
+  prometheus::Registry registry;
+  auto source = OpenModelSource("");
+  ASSERT_TRUE(source.ok());
+  auto refused = Engine::Create(tiny, *std::move(source), NewCudaBackend(DType::kBFloat16), registry);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(absl::IsResourceExhausted(refused.status())) << refused.status();
+}
+
+}  // namespace
+}  // namespace kvserve::testing
