@@ -13,14 +13,21 @@ namespace {
 namespace fs = std::filesystem;
 
 // A model directory: the tiny-llama-gqa checkpoint (linked) plus `tokenizer_json`
-// as tokenizer.json (none when empty).
+// as tokenizer.json (none when empty). config.json declares a vocabulary of
+// 1280 so that the 1200-id fixture tokenizer fits (OpenModelSource reads the
+// config and the safetensors headers, not the weights).
 fs::path MakeModelDir(const std::string& name, const std::string& tokenizer_json) {
   const fs::path dir = fs::path(::testing::TempDir()) / ("kvserve_model_loader_" + name);
   fs::remove_all(dir);
   fs::create_directories(dir);
   for (const auto& entry : fs::directory_iterator(testing::FixtureDir("tiny-llama-gqa"))) {
+    if (entry.path().filename() == "config.json") continue;
     fs::create_symlink(entry.path(), dir / entry.path().filename());
   }
+  std::string config = testing::ReadFile(testing::FixtureDir("tiny-llama-gqa") + "/config.json");
+  const std::string field = "\"vocab_size\": 320";
+  config.replace(config.find(field), field.size(), "\"vocab_size\": 1280");
+  std::ofstream(dir / "config.json") << config;
   if (!tokenizer_json.empty()) std::ofstream(dir / "tokenizer.json") << tokenizer_json;
   return dir;
 }
