@@ -17,6 +17,7 @@ BUILD_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenblas-dev
   libcpp-httplib-dev
+  prometheus-cpp-dev
   nlohmann-json3-dev
   libpcre2-dev
 )
@@ -30,7 +31,7 @@ TEST_PACKAGES=(
 # What the installed server binary links at run time (used by the Dockerfile).
 RUNTIME_PACKAGES=(
   libgrpc++1.51 libgrpc29 libprotobuf32 libabsl20220623 libopenblas0-pthread
-  libpcre2-8-0
+  libpcre2-8-0 libprometheus-cpp-core1.0 libcpp-httplib0.11
 )
 
 case "${1:-}" in
