@@ -37,6 +37,8 @@ ABSL_FLAG(double, timeout_s, 0, "Deadline in seconds (0 = none).");
 ABSL_FLAG(bool, json, false, "Print one JSON object instead of streaming text.");
 ABSL_FLAG(bool, tls, false, "Connect with TLS.");
 ABSL_FLAG(std::string, tls_ca, "", "PEM root certificates for --tls (default: system roots).");
+ABSL_FLAG(std::string, tls_server_name, "",
+          "Name the server certificate must carry, when it differs from --target's host.");
 
 namespace kvserve {
 namespace {
@@ -186,6 +188,7 @@ int main(int argc, char** argv) {
   options.targets = {absl::GetFlag(FLAGS_target)};
   options.use_tls = absl::GetFlag(FLAGS_tls);
   options.tls_root_certs_file = absl::GetFlag(FLAGS_tls_ca);
+  options.tls_server_name = absl::GetFlag(FLAGS_tls_server_name);
   auto client = kvserve::Client::Connect(options);
   if (!client.ok()) return kvserve::Fail(client.status());
   if (command == "generate") return kvserve::Generate(**client);

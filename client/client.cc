@@ -62,6 +62,9 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const ClientOptions& opt
     grpc::ChannelArguments args;
     // One channel per target; a channel multiplexes every concurrent call.
     args.SetMaxReceiveMessageSize(64 << 20);
+    if (options.use_tls && !options.tls_server_name.empty()) {
+      args.SetSslTargetNameOverride(options.tls_server_name);
+    }
     auto channel = grpc::CreateCustomChannel(target, creds, args);
     client->stubs_.push_back(v1::Inference::NewStub(channel));
     client->channels_.push_back(std::move(channel));

@@ -40,6 +40,9 @@ struct ClientOptions {
   std::vector<std::string> targets;  // HOST:PORT, one or more
   bool use_tls = false;
   std::string tls_root_certs_file;   // PEM; empty = the system roots
+  /// Name the server certificate must carry, when it differs from the target
+  /// host (e.g. dialing 10.0.0.7:50051 for a certificate issued to kvserve.internal).
+  std::string tls_server_name;
   RetryPolicy retry;
 };
 

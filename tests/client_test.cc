@@ -148,20 +148,27 @@ TEST(ClientTest, TlsEndToEnd) {
   options.tls_key_file = key;
   auto server = StartTestServer(FixtureDir("tiny-llama-gqa"), {}, options);
   ASSERT_NE(server, nullptr);
+  // Dial the address, check the certificate against the name it was issued
+  // to (no DNS needed: minimal systems may not even resolve "localhost").
   ClientOptions tls;
-  tls.targets = {"localhost:" + std::to_string(server->server->port())};
+  tls.targets = {"127.0.0.1:" + std::to_string(server->server->port())};
   tls.use_tls = true;
   tls.tls_root_certs_file = cert;
+  tls.tls_server_name = "localhost";
   auto client = Client::Connect(tls);
   auto response = (*client)->Generate(TokenRequest({1, 2}, 3));
   ASSERT_TRUE(response.ok()) << response.status();
   EXPECT_EQ(response->token_ids_size(), 3);
+  // A certificate for another name is refused.
+  ClientOptions wrong_name = tls;
+  wrong_name.tls_server_name = "kvserve.example";
+  CallOptions quick;
+  quick.timeout = absl::Seconds(2);
+  EXPECT_FALSE((*Client::Connect(wrong_name))->Generate(TokenRequest({1}, 1), quick).ok());
   // A plaintext client cannot talk to the TLS server.
   ClientOptions plain;
   plain.targets = tls.targets;
   auto insecure = Client::Connect(plain);
-  CallOptions quick;
-  quick.timeout = absl::Seconds(2);
   EXPECT_FALSE((*insecure)->Generate(TokenRequest({1}, 1), quick).ok());
 }
 
