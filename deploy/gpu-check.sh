@@ -1,92 +1,214 @@
 #!/usr/bin/env bash
 # Every CUDA check of kvserve in one command, on a GPU machine, from a bundle
 # built elsewhere (the GPU machine has no gRPC, Protobuf or Abseil, and this
-# script builds nothing). It runs:
-#   1. every CUDA test binary (ops, attention sweeps, sampler, engine, smoke);
-#   2. end to end: kvserve --device cuda on the built-in default model and on
-#      the tiny-llama-gqa fixture, a generate with kvserve-cli each, SIGTERM;
-#   3. cuda_decode_bench (batch 1 and 32, Llama-3.2-1B shape, with the copy
-#      roofline) and, when PyTorch is there, deploy/hf_decode_bench.py on the
-#      same shape, so that the two compare within one run;
-# and writes gpu-check.json plus one log per step to $OUT (or ./gpu-check-out).
+# script builds nothing). It runs, in this order (STEPS picks some of them):
+#   tests  every CUDA test binary (smoke, ops, attention sweeps, sampler, engine);
+#   serve  end to end: kvserve --device cuda on the built-in default model and
+#          on the tiny-llama-gqa fixture, a generate with kvserve-cli each, SIGTERM;
+#   bench  cuda_decode_bench (batch 1 and 32, Llama-3.2-1B shape, with the
+#          copy roofline);
+#   hf     deploy/hf_decode_bench.py on the same shape when PyTorch is there
+#          (transformers' static cache compiles the decode step: minutes).
 #
 # On the build machine, from the repository root:
 #   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DKVSERVE_CUDA=ON
 #   ninja -C build kvserve kvserve-cli cuda_smoke_test cuda_ops_test cuda_attention_test \
 #     cuda_sample_test cuda_engine_test cuda_decode_bench
-#   ../shared/gpu/bundle.sh .gpu build/server/kvserve build/client/kvserve-cli \
+#   rm -rf .gpu && ../shared/gpu/bundle.sh .gpu build/server/kvserve build/client/kvserve-cli \
 #     build/tests/cuda_smoke_test build/tests/cuda_ops_test build/tests/cuda_attention_test \
 #     build/tests/cuda_sample_test build/tests/cuda_engine_test build/tests/bench/cuda_decode_bench
 # The bundle is about 90 MB (35 of them OpenBLAS); gzipped about 30 MB, which
-# fits a runner that carries at most 64 MiB:
-#   tar -C .gpu -czf bundle.tgz . && mv bundle.tgz .gpu/    # carry .gpu/bundle.tgz
-# then on the GPU machine, from the repository root (the tests read tests/data):
-#   deploy/gpu-check.sh [BUNDLE=.gpu | BUNDLE.tgz]
-# Exit status: 0 when every step passed.
+# with the ~16 MB working tree fits a runner that carries at most 64 MiB:
+#   tar -C .gpu -czf /tmp/bundle.tgz . && mv /tmp/bundle.tgz .gpu/   # carry .gpu/bundle.tgz only
+# then on the GPU machine, from anywhere (the tests read tests/data of this tree):
+#   deploy/gpu-check.sh [BUNDLE (.gpu) | BUNDLE.tgz] [STEPS (tests,serve,bench,hf)]
+#
+# What comes back: $OUT (or ./gpu-check-out) receives exactly two files, so
+# that a runner returning only a few files loses nothing: gpu-check.json (the
+# report: per step rc, seconds, failed and skipped tests, benchmark results)
+# and gpu-check-logs.tgz (every step's log, gtest JSON and server log). Both
+# are rewritten after every step, so a run cut off by its runner still
+# reports the steps it finished.
+#
+# Time: GPU_CHECK_BUDGET_S (default 560 when $OUT is set, i.e. under a runner
+# whose commands get 600 s; else unlimited) bounds the whole run: a step never
+# outlives it, and steps that no longer fit are reported as not run. Under a
+# 600 s runner run `tests,serve,bench` in one call and `hf` in another.
+#
+# Exit status: 0 when every requested step ran and passed; 1 when one failed,
+# skipped tests or did not run; 2 when the bundle is missing or a program
+# cannot find a shared library.
 set -uo pipefail
-cd "$(dirname "$0")/.."
 BUNDLE=${1:-.gpu}
+STEPS_ARG=${2:-tests,serve,bench,hf}
+# The bundle is named relative to the caller's directory, not the repository's.
+[[ $BUNDLE == /* ]] || BUNDLE="$PWD/$BUNDLE"
+cd "$(dirname "$0")/.." || exit 2
+ROOT=$PWD
+OUT_DIR=${OUT:-$ROOT/gpu-check-out}
+mkdir -p "$OUT_DIR"
+if [[ -n ${OUT:-} ]]; then
+  WORK=$(mktemp -d -t gpu-check.XXXXXX)  # logs: packed into $OUT after each step
+else
+  WORK="$OUT_DIR/logs"
+  mkdir -p "$WORK"
+fi
+BUDGET=${GPU_CHECK_BUDGET_S:-$([[ -n ${OUT:-} ]] && echo 560 || echo 0)}
+START=$(date +%s)
+STEPS=()    # JSON objects, one per step that ran
+NOT_RUN=()  # steps left out for lack of time
+MISSING_LIBS=()
+FAILED=0
+FINISHED=false
+
+json_strings() {  # ARGS... -> "a", "b" (names and paths only: no quotes inside)
+  local out="" s
+  for s in "$@"; do out+="${out:+, }\"${s//\"/}\""; done
+  printf '%s' "$out"
+}
+
+# Writes $OUT_DIR/gpu-check.json and gpu-check-logs.tgz from what ran so far.
+write_report() {
+  local gpu passed=false i
+  gpu=$(tr -d '\n"\\' <"$WORK/gpu.txt" 2>/dev/null)
+  [[ $FINISHED == true && $FAILED -eq 0 && ${#NOT_RUN[@]} -eq 0 ]] && passed=true
+  {
+    echo "{"
+    echo "  \"gpu\": \"$gpu\","
+    echo "  \"steps_requested\": \"$STEPS_ARG\","
+    echo "  \"finished\": $FINISHED,"
+    echo "  \"passed\": $passed,"
+    echo "  \"seconds\": $(($(date +%s) - START)),"
+    echo "  \"missing_libs\": [$(json_strings "${MISSING_LIBS[@]}")],"
+    echo "  \"not_run\": [$(json_strings "${NOT_RUN[@]}")],"
+    echo "  \"steps\": ["
+    for i in "${!STEPS[@]}"; do
+      echo "    ${STEPS[$i]}$([[ $i -lt $((${#STEPS[@]} - 1)) ]] && echo ,)"
+    done
+    echo "  ],"
+    echo "  \"cuda_decode_bench\": $(cat "$WORK/cuda_decode_bench.json" 2>/dev/null || echo null),"
+    echo "  \"hf_decode_bench\": $(cat "$WORK/hf_decode_bench.json" 2>/dev/null || echo null)"
+    echo "}"
+  } >"$OUT_DIR/gpu-check.json.tmp" && mv "$OUT_DIR/gpu-check.json.tmp" "$OUT_DIR/gpu-check.json"
+  tar -C "$WORK" -czf "$OUT_DIR/gpu-check-logs.tgz.tmp" . 2>/dev/null &&
+    mv "$OUT_DIR/gpu-check-logs.tgz.tmp" "$OUT_DIR/gpu-check-logs.tgz"
+}
+
 if [[ -f $BUNDLE ]]; then  # a gzipped tarball of the bundle directory
   EXTRACTED=$(mktemp -d)
   tar -C "$EXTRACTED" -xzf "$BUNDLE" || { echo "cannot extract $BUNDLE"; exit 2; }
   BUNDLE=$EXTRACTED
 fi
 [[ -x $BUNDLE/bin/kvserve ]] || { echo "no bundle at $BUNDLE (see the header of $0)"; exit 2; }
-OUT_DIR=${OUT:-gpu-check-out}
-mkdir -p "$OUT_DIR"
-export LD_LIBRARY_PATH="$BUNDLE/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export KVSERVE_TEST_DATA_DIR="$PWD/tests/data"
 BIN="$BUNDLE/bin"
-STEPS=()  # JSON objects, one per step
-FAILED=0
+export KVSERVE_TEST_DATA_DIR="$ROOT/tests/data"
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >"$WORK/gpu.txt" 2>&1 || true
+echo "== GPU: $(cat "$WORK/gpu.txt")"
 
-# step NAME TIMEOUT_S COMMAND...: runs it, logs to $OUT_DIR/NAME.log, records the outcome.
-# A shell function runs without `timeout` (which cannot call one); its own
-# client calls carry deadlines.
+# The bundle's libraries serve our programs only: exported to every process,
+# they would also replace the system's (zlib, OpenSSL, PCRE2...) under
+# python3 and the tools this script runs. CUDA's own libraries are not in
+# the bundle; when the loader does not find them, look where CUDA and
+# PyTorch's wheels keep them.
+KV_LD="$BUNDLE/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+missing_libs() {
+  local f
+  for f in "$BIN"/*; do LD_LIBRARY_PATH="$KV_LD" ldd "$f" 2>&1; done | awk '/not found/ {print $1}' | sort -u
+}
+mapfile -t MISSING_LIBS < <(missing_libs)
+if [[ ${#MISSING_LIBS[@]} -gt 0 ]]; then
+  echo "== not found by the loader: ${MISSING_LIBS[*]}; searching CUDA and Python's site-packages"
+  roots=(/usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib)
+  mapfile -t -O ${#roots[@]} roots < <(python3 -c 'import site; print("\n".join(site.getsitepackages()))' 2>/dev/null)
+  for lib in "${MISSING_LIBS[@]}"; do
+    found=$(find "${roots[@]}" -name "$lib" -print -quit 2>/dev/null)
+    [[ -n $found ]] && KV_LD="$KV_LD:$(dirname "$found")" && echo "   $lib: $found"
+  done
+  mapfile -t MISSING_LIBS < <(missing_libs)
+fi
+for f in "$BIN"/*; do echo "== $f"; LD_LIBRARY_PATH="$KV_LD" ldd "$f" 2>&1; done >"$WORK/ldd.log"
+if [[ ${#MISSING_LIBS[@]} -gt 0 ]]; then
+  echo "!! still not found: ${MISSING_LIBS[*]} (see ldd.log in the logs)"
+  FAILED=1
+  write_report
+  exit 2
+fi
+export KV_LD BIN WORK
+
+# step NAME LIMIT_S COMMAND...: runs it (a shell function too) under
+# `timeout`, logs to $WORK/NAME.log and records the outcome in the report.
 step() {
   local name=$1 limit=$2
   shift 2
-  local log="$OUT_DIR/$name.log" start end rc
-  echo "== $name: $*"
-  start=$(date +%s.%N)
-  if declare -F "$1" >/dev/null; then
-    "$@" >"$log" 2>&1
-  else
-    timeout "$limit" "$@" >"$log" 2>&1
+  local log="$WORK/$name.log" start end rc seconds left
+  if ((BUDGET > 0)); then
+    left=$((BUDGET - ($(date +%s) - START) - 15))  # 15 s to write the report
+    if ((left < 30)); then
+      echo "== $name: not run (GPU_CHECK_BUDGET_S=$BUDGET spent)"
+      NOT_RUN+=("$name")
+      write_report
+      return
+    fi
+    ((limit > left)) && limit=$left
   fi
+  echo "== $name (at most ${limit}s): $*"
+  if declare -F "$1" >/dev/null; then set -- bash -c '"$@"' "$1" "$@"; fi
+  start=$(date +%s.%N)
+  # timeout signals its whole process group: a server started by the step too.
+  timeout --kill-after=10 "$limit" "$@" >"$log" 2>&1
   rc=$?
   end=$(date +%s.%N)
-  tail -n 5 "$log" | sed 's/^/   /'
-  local seconds
   seconds=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
+  ((rc == 124 || rc == 137)) && echo "   !! timed out after ${limit}s"
+  if ((rc != 0)); then  # the first failure messages, then how it ended
+    grep -m 30 -E -A 3 ': Failure|\[  FAILED  \]|rror' "$log" | head -n 60 | sed 's/^/   /'
+  fi
+  tail -n 4 "$log" | sed 's/^/   /'
   echo "   -> rc $rc in ${seconds}s"
-  [[ $rc -eq 0 ]] || FAILED=1
-  STEPS+=("{\"step\": \"$name\", \"rc\": $rc, \"seconds\": $seconds, \"log\": \"$name.log\"}")
-}
-
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >"$OUT_DIR/gpu.txt" 2>&1 || true
-echo "== GPU: $(cat "$OUT_DIR/gpu.txt")"
-
-# 1. Tests (each starts by skipping without a GPU: a skip here is a failure).
-for t in cuda_smoke_test cuda_ops_test cuda_attention_test cuda_sample_test cuda_engine_test; do
-  step "$t" 900 "$BIN/$t" --gtest_brief=1 --gtest_output="json:$OUT_DIR/$t.json"
-  if grep -q "SKIPPED" "$OUT_DIR/$t.log"; then
-    echo "   !! $t skipped tests on a GPU machine"
+  ((rc == 0)) || FAILED=1
+  # gtest: the failed tests by name, and skips (a skip on a GPU machine is a failure).
+  local failed_tests skipped=false
+  mapfile -t failed_tests < <(sed -n 's/^\[  FAILED  \] \([A-Za-z0-9_/.]*\).*/\1/p' "$log" | grep '\.' | sort -u)
+  if grep -q '\[  SKIPPED \]' "$log"; then
+    echo "   !! $name skipped tests on a GPU machine"
+    skipped=true
     FAILED=1
   fi
-done
+  STEPS+=("{\"step\": \"$name\", \"rc\": $rc, \"seconds\": $seconds, \"skipped_tests\": $skipped, \"failed_tests\": [$(json_strings "${failed_tests[@]}")], \"log\": \"$name.log\"}")
+  write_report
+}
+
+wants() { [[ ",$STEPS_ARG," == *",$1,"* ]]; }
+
+# 1. Tests (each starts by skipping without a GPU: a skip here is a failure).
+if wants tests; then
+  for t in cuda_smoke_test:60 cuda_ops_test:300 cuda_attention_test:400 cuda_sample_test:300 \
+           cuda_engine_test:400; do
+    name=${t%%:*}
+    step "$name" "${t##*:}" env LD_LIBRARY_PATH="$KV_LD" "$BIN/$name" --gtest_brief=1 \
+      --gtest_output="json:$WORK/$name.json"
+  done
+fi
 
 # 2. Serve and generate, then stop with SIGTERM (exit status 0 expected).
-serve_check() {  # NAME PORT CLIENT_ARGS... (server args in SERVER_ARGS)
-  local name=$1 port=$2
+serve_check() {  # NAME PORT SERVER_ARGS... -- CLIENT_ARGS...
+  local name=$1 port=$2 server_args=()
   shift 2
-  "$BIN/kvserve" --device cuda --host 127.0.0.1 --port "$port" --metrics_port -1 "${SERVER_ARGS[@]}" \
-    >"$OUT_DIR/$name.server.log" 2>&1 &
+  while [[ $# -gt 0 && $1 != -- ]]; do server_args+=("$1"); shift; done
+  shift
+  local cli=(env LD_LIBRARY_PATH="$KV_LD" "$BIN/kvserve-cli" --target "127.0.0.1:$port")
+  env LD_LIBRARY_PATH="$KV_LD" "$BIN/kvserve" --device cuda --host 127.0.0.1 --port "$port" \
+    --metrics_port -1 "${server_args[@]}" >"$WORK/$name.server.log" 2>&1 &
   local server=$!
-  local ok=0
-  if "$BIN/kvserve-cli" --target "127.0.0.1:$port" --timeout-s 120 health &&
-     "$BIN/kvserve-cli" --target "127.0.0.1:$port" info | grep -q 'device: "cuda"' &&
-     "$BIN/kvserve-cli" --target "127.0.0.1:$port" --timeout-s 120 generate --json "$@"; then
+  local ok=0 up=0
+  for _ in $(seq 120); do  # up to ~2 min to load, but not a minute longer if it died
+    kill -0 "$server" 2>/dev/null || break
+    "${cli[@]}" --timeout-s 1 health >/dev/null 2>&1 && up=1 && break
+  done
+  [[ $up -eq 1 ]] || echo "server not serving: $(tail -n 3 "$WORK/$name.server.log")"
+  if [[ $up -eq 1 ]] &&
+     "${cli[@]}" info | grep -q 'device: "cuda"' &&
+     "${cli[@]}" --timeout-s 120 generate --json "$@"; then
     ok=1
   fi
   kill -TERM "$server" 2>/dev/null
@@ -98,38 +220,34 @@ serve_check() {  # NAME PORT CLIENT_ARGS... (server args in SERVER_ARGS)
   wait "$server"
   local server_rc=$?
   echo "server exit status $server_rc"
-  grep -E "memory|KV cache|CUDA backend|serving" "$OUT_DIR/$name.server.log"
+  grep -E "memory|KV cache|CUDA backend|serving|rror" "$WORK/$name.server.log"
   [[ $ok -eq 1 && $server_rc -eq 0 ]]
 }
-SERVER_ARGS=()
-step serve_default_model 300 serve_check serve_default_model 50611 \
-  --prompt "Hello, kvserve! Tell me a story." --max-tokens 64 --seed 7 --temperature 0.8 --top-p 0.9 --ignore-eos
-SERVER_ARGS=(--model tests/data/tiny-llama-gqa --dtype float32)
-step serve_fixture 300 serve_check serve_fixture 50612 --prompt-ids 1,2,3,4,5 --max-tokens 16 --ignore-eos
-
-# 3. Decode throughput, ours and transformers', in the same run.
-step cuda_decode_bench 900 "$BIN/cuda_decode_bench" --batches=1,32 --json="$OUT_DIR/cuda_decode_bench.json"
-if python3 -c "import torch, transformers; assert torch.cuda.is_available()" 2>/dev/null; then
-  step hf_decode_bench 900 python3 deploy/hf_decode_bench.py --batches 1,32 --static \
-    --json "$OUT_DIR/hf_decode_bench.json"
-else
-  echo "== hf_decode_bench: skipped (no PyTorch with CUDA here)"
+export -f serve_check
+if wants serve; then
+  step serve_default_model 200 serve_check serve_default_model 50611 -- \
+    --prompt "Hello, kvserve! Tell me a story." --max-tokens 64 --seed 7 --temperature 0.8 \
+    --top-p 0.9 --ignore-eos
+  step serve_fixture 200 serve_check serve_fixture 50612 --model "$ROOT/tests/data/tiny-llama-gqa" \
+    --dtype float32 -- --prompt-ids 1,2,3,4,5 --max-tokens 16 --ignore-eos
 fi
 
-{
-  echo "{"
-  echo "  \"gpu\": \"$(tr -d '\n"' <"$OUT_DIR/gpu.txt")\","
-  echo "  \"passed\": $([[ $FAILED -eq 0 ]] && echo true || echo false),"
-  echo "  \"steps\": ["
-  for i in "${!STEPS[@]}"; do
-    sep=","
-    [[ $i -eq $((${#STEPS[@]} - 1)) ]] && sep=""
-    echo "    ${STEPS[$i]}$sep"
-  done
-  echo "  ],"
-  echo "  \"cuda_decode_bench\": $(cat "$OUT_DIR/cuda_decode_bench.json" 2>/dev/null || echo null),"
-  echo "  \"hf_decode_bench\": $(cat "$OUT_DIR/hf_decode_bench.json" 2>/dev/null || echo null)"
-  echo "}"
-} >"$OUT_DIR/gpu-check.json"
-echo "== report: $OUT_DIR/gpu-check.json ($([[ $FAILED -eq 0 ]] && echo PASSED || echo FAILED))"
-exit $FAILED
+# 3. Decode throughput, ours and transformers' (same shape; compare within one machine).
+if wants bench; then
+  step cuda_decode_bench 400 env LD_LIBRARY_PATH="$KV_LD" "$BIN/cuda_decode_bench" \
+    --batches=1,32 --json="$WORK/cuda_decode_bench.json"
+fi
+if wants hf; then
+  if python3 -c "import torch, transformers; assert torch.cuda.is_available()" 2>/dev/null; then
+    step hf_decode_bench 550 env PYTHONUNBUFFERED=1 python3 deploy/hf_decode_bench.py \
+      --batches 1,32 --static --json "$WORK/hf_decode_bench.json"
+  else
+    echo "== hf_decode_bench: skipped (no PyTorch with CUDA here)"
+  fi
+fi
+
+FINISHED=true
+write_report
+echo "== report: $OUT_DIR/gpu-check.json, logs: $OUT_DIR/gpu-check-logs.tgz" \
+  "($([[ $FAILED -eq 0 && ${#NOT_RUN[@]} -eq 0 ]] && echo PASSED || echo FAILED))"
+[[ $FAILED -eq 0 && ${#NOT_RUN[@]} -eq 0 ]]

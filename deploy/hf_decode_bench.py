@@ -14,6 +14,7 @@ decode step; the first call is slow, hence the warm-up).
 """
 import argparse
 import json
+import os
 import time
 
 import torch
@@ -39,7 +40,9 @@ def build_model():
     with torch.device("cuda"):
         model = LlamaForCausalLM(config)
     torch.set_default_dtype(torch.float32)
-    return model.eval()
+    # Explicitly bf16: whether the constructor follows the default dtype or
+    # the config's has changed between transformers versions.
+    return model.to(torch.bfloat16).eval()
 
 
 def generate_seconds(model, ids, new_tokens, static):
@@ -93,6 +96,7 @@ def main():
         "transformers": transformers.__version__,
         "prompt_tokens": args.prompt,
         "new_tokens": args.new_tokens,
+        "dtype": str(next(model.parameters()).dtype),
         "results": [],
     }
     for static in [False, True] if args.static else [False]:
@@ -104,9 +108,11 @@ def main():
                 f"tokens/s, {r['ms_per_step']:.2f} ms/step, TTFT {r['ttft_ms']:.1f} ms",
                 flush=True,
             )
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(report, f, indent=2)
+            # After every result: a run cut off by a time limit keeps what it measured.
+            if args.json:
+                with open(args.json + ".tmp", "w") as f:
+                    json.dump(report, f, indent=2)
+                os.replace(args.json + ".tmp", args.json)
 
 
 if __name__ == "__main__":

@@ -147,7 +147,14 @@ absl::StatusOr<StepResult> ModelRunner::Run(const ScheduleOutput& schedule,
 
   ASSIGN_OR_RETURN(Tensor logits, model_.Forward(b, cache_));
   result.num_tokens = t;
-  if (s == 0) return result;
+  if (s == 0) {
+    // No sampled ids to copy back, so nothing below would wait for the step.
+    // On an asynchronous backend a kernel's data error (bad block id, slot)
+    // surfaces at the next synchronization: take it here, so that it fails
+    // this step's requests and not the next step's.
+    RETURN_IF_ERROR(backend_.Synchronize());
+    return result;
+  }
   sp.logits = logits;
   RETURN_IF_ERROR(backend_.Sample(sp));
   result.tokens.resize(s);

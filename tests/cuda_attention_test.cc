@@ -7,8 +7,9 @@
 // {1, 4, 8} (and one 16), in float32, bfloat16 and float16; prefill of whole
 // prompts (1..130 tokens), chunked prefill against long cached contexts
 // (up to 2500), decode of 64 sequences (1..600 tokens, never block
-// multiples), one 4096-token sequence (split over the KV length) and a mix
-// of long and short ones (splits with nothing to do). Tolerance on
+// multiples), one 4096-token sequence (split over the KV length), a mix
+// of long and short ones (splits with nothing to do) and short contexts
+// (one split: the kernel's own normalized output, no merge). Tolerance on
 // ‖gpu − cpu‖ / ‖cpu‖: float32 1e-4, bfloat16 1e-2, float16 5e-3; no NaN;
 // a decode row with no key at all is exactly 0.
 #include <algorithm>
@@ -192,7 +193,10 @@ class Scenario {
 };
 
 std::vector<Seq> WholePrompts() { return {{1, 1}, {17, 17}, {67, 67}, {130, 130}, {33, 33}}; }
-std::vector<Seq> ChunksAgainstLongContexts() { return {{2500, 21}, {700, 64}, {129, 5}, {1, 1}}; }
+// {1000, 130}: a chunk of three query tiles whose rows sit at 870..999.
+std::vector<Seq> ChunksAgainstLongContexts() {
+  return {{2500, 21}, {700, 64}, {129, 5}, {1, 1}, {1000, 130}};
+}
 
 std::vector<Seq> ManyDecodes(std::mt19937& rng) {
   std::vector<Seq> seqs;
@@ -244,6 +248,14 @@ TEST_P(CudaAttentionTest, DecodeMatchesTheCpu) {
     {
       SCOPED_TRACE("long and short together (splits with no keys)");
       Scenario(GetParam(), dtype, {{4095, 1}, {3, 1}, {1000, 1}}, seed++).Run(*gpu, true);
+    }
+    {
+      // At most 128 keys: one split whatever the GPU, so DecodeKernel writes
+      // the normalized output itself (no merge), a path the sweeps above
+      // never take on a GPU with many SMs.
+      SCOPED_TRACE("contexts of at most 128 tokens (one split, no merge)");
+      Scenario(GetParam(), dtype, {{1, 1}, {17, 1}, {100, 1}, {128, 1}, {0, 1}}, seed++)
+          .Run(*gpu, true);
     }
   }
 }

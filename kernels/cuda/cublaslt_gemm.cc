@@ -76,8 +76,10 @@ CublasLtGemm::~CublasLtGemm() {
   }
 }
 
-absl::StatusOr<std::unique_ptr<CublasLtGemm::Plan>> CublasLtGemm::MakePlan(const Key& key) {
-  const auto [rows, n, k, in_dtype, out_dtype, fused_bias, align_x, align_w, align_out] = key;
+absl::StatusOr<std::unique_ptr<CublasLtGemm::Plan>> CublasLtGemm::MakePlan(const Key& key,
+                                                                           const void* bias) {
+  const auto [rows, n, k, in_dtype, out_dtype, fused_bias, align_x, align_w, align_out,
+              align_bias] = key;
   const cudaDataType_t in_type = CudaType(static_cast<DType>(in_dtype));
   const cudaDataType_t out_type = CudaType(static_cast<DType>(out_dtype));
   auto plan = std::make_unique<Plan>();
@@ -93,6 +95,11 @@ absl::StatusOr<std::unique_ptr<CublasLtGemm::Plan>> CublasLtGemm::MakePlan(const
     const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
     RETURN_IF_CUBLAS_ERROR(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_EPILOGUE,
                                                           &epilogue, sizeof(epilogue)));
+    // The heuristic reads the bias pointer's alignment (cublasLt.h): set before
+    // it runs, with a null pointer it would choose for a maximally aligned bias.
+    // Linear resets it per call; the key keeps its alignment class.
+    RETURN_IF_CUBLAS_ERROR(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                                          &bias, sizeof(bias)));
   }
   // Column-major views: Wᵀ [K, N] (ld K), xᵀ [K, M] (ld K), outᵀ [N, M] (ld N).
   RETURN_IF_CUBLAS_ERROR(cublasLtMatrixLayoutCreate(&plan->w, in_type, k, n, k));
@@ -121,21 +128,30 @@ absl::StatusOr<std::unique_ptr<CublasLtGemm::Plan>> CublasLtGemm::MakePlan(const
   const cublasStatus_t heuristic = cublasLtMatmulAlgoGetHeuristic(
       handle_, plan->op, plan->w, plan->x, plan->out, plan->out, pref, 1, &result, &found);
   // NOT_SUPPORTED is how the heuristic declines some layouts; like found == 0
-  // it sends the shape to GemmEx.
-  if (heuristic != CUBLAS_STATUS_NOT_SUPPORTED) RETURN_IF_CUBLAS_ERROR(heuristic);
-  if (heuristic == CUBLAS_STATUS_NOT_SUPPORTED || found == 0) {
-    return absl::NotFoundError(absl::StrCat("cuBLASLt has no algorithm for [", rows, ", ", k,
-                                            "] x [", n, ", ", k, "]ᵀ (", in_dtype, " -> ", out_dtype,
-                                            fused_bias ? ", bias epilogue" : "", ")"));
+  // it sends the shape to GemmEx (or, for a fused bias, to the plain GEMM and
+  // AddBias). So does any other refusal (INVALID_VALUE for a combination this
+  // cuBLASLt does not take): cublasGemmEx computes every shape, so a declined
+  // plan costs speed, never a failed step. Logged once: plans are cached.
+  if (heuristic != CUBLAS_STATUS_SUCCESS || found == 0) {
+    const std::string what = absl::StrCat(
+        "cuBLASLt has no algorithm for [", rows, ", ", k, "] x [", n, ", ", k, "]ᵀ (",
+        DTypeName(static_cast<DType>(in_dtype)), " -> ", DTypeName(static_cast<DType>(out_dtype)),
+        fused_bias ? ", bias epilogue" : "", ", alignments ", align_x, "/", align_w, "/", align_out,
+        fused_bias ? absl::StrCat("/", align_bias) : "", "): ",
+        heuristic == CUBLAS_STATUS_SUCCESS ? "no result" : cublasGetStatusName(heuristic));
+    if (heuristic != CUBLAS_STATUS_SUCCESS && heuristic != CUBLAS_STATUS_NOT_SUPPORTED) {
+      KV_LOG(WARNING) << what << "; using the fallback";
+    }
+    return absl::NotFoundError(what);
   }
   plan->algo = result.algo;
   return plan;
 }
 
-absl::StatusOr<CublasLtGemm::Plan*> CublasLtGemm::GetPlan(const Key& key) {
+absl::StatusOr<CublasLtGemm::Plan*> CublasLtGemm::GetPlan(const Key& key, const void* bias) {
   auto it = plans_.find(key);
   if (it != plans_.end()) return it->second.get();
-  absl::StatusOr<std::unique_ptr<Plan>> plan = MakePlan(key);
+  absl::StatusOr<std::unique_ptr<Plan>> plan = MakePlan(key, bias);
   if (!plan.ok() && !absl::IsNotFound(plan.status())) return plan.status();
   // NotFound is remembered as a null plan: this shape takes GemmEx from now on.
   Plan* raw = plan.ok() ? plan->get() : nullptr;
@@ -163,11 +179,13 @@ absl::Status CublasLtGemm::Linear(Tensor x, Tensor weight, Tensor bias, Tensor o
   // bf16 bias (never used by the model) takes the separate kernel.
   const bool fuse = has_bias && bias.dtype == out.dtype;
   Key key{rows, n, k, static_cast<int>(x.dtype), static_cast<int>(out.dtype), fuse,
-          Alignment(x.data), Alignment(weight.data), Alignment(out.data)};
-  ASSIGN_OR_RETURN(Plan* plan, GetPlan(key));
+          Alignment(x.data), Alignment(weight.data), Alignment(out.data),
+          fuse ? Alignment(bias.data) : 0};
+  ASSIGN_OR_RETURN(Plan* plan, GetPlan(key, fuse ? bias.data : nullptr));
   if (plan == nullptr && fuse) {
     std::get<5>(key) = false;  // no fused-bias kernel for this shape: plain GEMM + AddBias
-    ASSIGN_OR_RETURN(plan, GetPlan(key));
+    std::get<9>(key) = 0;
+    ASSIGN_OR_RETURN(plan, GetPlan(key, nullptr));
   }
   if (plan == nullptr) {
     RETURN_IF_ERROR(GemmEx(x, weight, out));

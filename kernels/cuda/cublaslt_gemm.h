@@ -48,12 +48,13 @@ class CublasLtGemm {
 
  private:
   struct Plan;
-  // rows, N, K, in dtype, out dtype, fused bias, alignments of x, W, out.
-  using Key = std::tuple<int64_t, int64_t, int64_t, int, int, bool, int, int, int>;
+  // rows, N, K, in dtype, out dtype, fused bias, alignments of x, W, out, bias (0: none).
+  using Key = std::tuple<int64_t, int64_t, int64_t, int, int, bool, int, int, int, int>;
 
   explicit CublasLtGemm(cudaStream_t stream);  // defined where Plan is complete
-  absl::StatusOr<Plan*> GetPlan(const Key& key);
-  absl::StatusOr<std::unique_ptr<Plan>> MakePlan(const Key& key);
+  /// `bias`: the fused bias's pointer, which the heuristic needs (its alignment).
+  absl::StatusOr<Plan*> GetPlan(const Key& key, const void* bias);
+  absl::StatusOr<std::unique_ptr<Plan>> MakePlan(const Key& key, const void* bias);
   absl::Status GemmEx(Tensor x, Tensor weight, Tensor out);
 
   cudaStream_t stream_;

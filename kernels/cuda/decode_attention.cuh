@@ -65,6 +65,9 @@ __global__ void __launch_bounds__(kThreads) DecodeKernel(const __grid_constant__
   __shared__ float s_m[kWarps][kMaxGroup];
   __shared__ float s_l[kWarps][kMaxGroup];
   __shared__ __align__(16) float s_o[kWarps][kMaxGroup][kHeadDim];
+  // Static shared memory cannot be opted in above 48 KiB.
+  static_assert(sizeof(s_q) + sizeof(s_p) + sizeof(s_m) + sizeof(s_l) + sizeof(s_o) <= 48 * 1024,
+                "decode shared memory above the static limit");
 
   const int split = blockIdx.x, b = blockIdx.z;
   const int kv_head = blockIdx.y / a.group_chunks;

@@ -61,6 +61,8 @@ struct Config {
   static constexpr int kVFloats = kKeyTile * kHeadDim;
   static constexpr int kPFloats = kWarps * kRows * kKeyTile;
   static constexpr size_t kSmemBytes = sizeof(float) * (kQFloats + kKFloats + kVFloats + kPFloats);
+  // Hopper's most dynamic shared memory per block, after the opt-in in Launch.
+  static_assert(kSmemBytes <= 227 * 1024, "prefill tile does not fit in shared memory");
 };
 
 template <typename T, int kHeadDim, int kBlockSize>

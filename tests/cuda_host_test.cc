@@ -1,0 +1,215 @@
+// Host-side logic of the CUDA backend that needs no GPU, so it runs (and
+// never skips) on the build machines too:
+//   - the decode split plan: every split count and size the kernels accept
+//     (1..256 splits of a multiple of 128 keys), covering the longest context
+//     the launch was sized for and the block tables can address, no split
+//     that starts past it, the workspace the merge kernel indexes, and the
+//     CTA counts the plan aims for;
+//   - the device error word's messages are the CPU backend's, word for word;
+//   - the served head dims and block sizes, refused by name otherwise.
+#include <algorithm>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "kernels/cpu/cpu_backend.h"
+#include "kernels/cuda/decode_attention.h"
+#include "kernels/cuda/device_error.h"
+#include "kernels/cuda/dispatch.h"
+
+namespace kvserve::cuda {
+namespace {
+
+// Only the fields PlanDecodeAttention reads; no memory behind the tensors.
+DecodeAttentionParams DecodeShape(int seqs, int heads, int kv_heads, int dim, int block_size,
+                                  int width, int max_context) {
+  DecodeAttentionParams p;
+  p.num_seqs = seqs;
+  p.shape = AttentionShape{heads, kv_heads, dim, 1.f};
+  p.cache.block_size = block_size;
+  p.block_tables = Tensor(nullptr, DType::kInt32, {seqs, width});
+  p.max_context_len = max_context;
+  return p;
+}
+
+TEST(DecodePlanTest, EverySplitIsOneTheKernelsAccept) {
+  for (int num_sms : {1, 16, 132}) {
+    for (int seqs : {1, 2, 7, 32, 64, 256}) {
+      for (int kv_heads : {1, 2, 8}) {
+        for (int group : {1, 4, 8, 12, 16}) {
+          for (int context : {0, 1, 127, 128, 129, 600, 4096, 4097, 32768, 131072}) {
+            const int block_size = 16, width = std::max(1, (context + block_size - 1) / block_size);
+            const DecodeAttentionParams p =
+                DecodeShape(seqs, kv_heads * group, kv_heads, 128, block_size, width, context);
+            const DecodePlan plan = PlanDecodeAttention(p, num_sms);
+            SCOPED_TRACE(::testing::Message() << "sms " << num_sms << ", B " << seqs << ", Hkv "
+                                              << kv_heads << ", group " << group << ", context "
+                                              << context << ": " << plan.num_splits << " x "
+                                              << plan.split_keys);
+            ASSERT_GE(plan.num_splits, 1);
+            ASSERT_LE(plan.num_splits, 256);  // MergeKernel's shared arrays
+            ASSERT_GT(plan.split_keys, 0);
+            ASSERT_EQ(plan.split_keys % 128, 0);  // 4 warps × 32 keys per pass
+            ASSERT_EQ(plan.group_chunks, (group + 7) / 8);
+            // The launch covers the longest context (else DecodeKernel reports a
+            // launch bound for a valid sequence), and no split starts past it.
+            const int64_t covered = int64_t(plan.num_splits) * plan.split_keys;
+            ASSERT_GE(covered, std::max(context, 1));
+            ASSERT_LT(int64_t(plan.num_splits - 1) * plan.split_keys, std::max(context, 1));
+            // [B, H, splits, D] partial outputs then [B, H, splits, 2] (max, sum).
+            const size_t want = plan.num_splits > 1 ? size_t(seqs) * kv_heads * group *
+                                                          plan.num_splits * (128 + 2)
+                                                    : 0;
+            ASSERT_EQ(plan.workspace_floats, want);
+            // Splits only while the CTAs do not cover the device twice already.
+            const int64_t ctas = int64_t(seqs) * kv_heads * plan.group_chunks;
+            if (plan.num_splits > 1) {
+              ASSERT_LT(ctas * (plan.num_splits - 1), 2 * num_sms);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(DecodePlanTest, TheDocumentedCases) {
+  // docs/cuda.md: one 4096-token sequence with 8 KV heads becomes 256 CTAs.
+  DecodePlan plan = PlanDecodeAttention(DecodeShape(1, 32, 8, 128, 16, 256, 4096), 132);
+  EXPECT_EQ(plan.num_splits, 32);
+  EXPECT_EQ(plan.split_keys, 128);
+  // A full batch already fills the device: no split, no merge, no workspace.
+  plan = PlanDecodeAttention(DecodeShape(64, 32, 8, 128, 16, 256, 4096), 132);
+  EXPECT_EQ(plan.num_splits, 1);
+  EXPECT_EQ(plan.workspace_floats, 0u);
+  // Short contexts: one split whatever the batch (at least 128 keys each).
+  plan = PlanDecodeAttention(DecodeShape(1, 8, 1, 64, 16, 8, 128), 132);
+  EXPECT_EQ(plan.num_splits, 1);
+  // The longest context there is: at most 256 splits.
+  plan = PlanDecodeAttention(DecodeShape(1, 8, 1, 128, 16, 8192, 131072), 132);
+  EXPECT_EQ(plan.num_splits, 256);
+  EXPECT_EQ(plan.split_keys, 512);
+}
+
+TEST(DecodePlanTest, ContextsBeyondTheBlockTableAreNotPlannedFor) {
+  // max_context_len larger than the tables can address (a caller's mistake,
+  // reported by the kernel as a bad block table): the plan sizes for the tables.
+  const DecodePlan capped = PlanDecodeAttention(DecodeShape(1, 8, 8, 64, 32, 4, 100000), 132);
+  EXPECT_GE(int64_t(capped.num_splits) * capped.split_keys, 4 * 32);
+  EXPECT_LE(capped.num_splits, 1);
+  // max_context_len 0 (not given): the whole table.
+  const DecodePlan whole = PlanDecodeAttention(DecodeShape(1, 8, 8, 64, 16, 512, 0), 132);
+  EXPECT_GE(int64_t(whole.num_splits) * whole.split_keys, 512 * 16);
+}
+
+// The device word's messages against the CPU backend's on the same mistake.
+class DeviceErrorMessageTest : public ::testing::Test {
+ protected:
+  static std::string Gpu(DeviceErrorCode code, int64_t a, int64_t b, int64_t c = 0, int op = 0) {
+    const absl::Status s = DeviceErrorStatus(DeviceError{static_cast<int32_t>(code), op, a, b, c});
+    EXPECT_TRUE(absl::IsOutOfRange(s)) << s;
+    return std::string(s.message());
+  }
+  static std::string Cpu(const absl::Status& s) {
+    EXPECT_TRUE(absl::IsOutOfRange(s)) << s;
+    return std::string(s.message());
+  }
+
+  CpuBackend cpu_;
+};
+
+TEST_F(DeviceErrorMessageTest, IdsAndPositions) {
+  std::vector<float> table(50 * 4, 1.f), out(3 * 4);
+  std::vector<int32_t> ids = {3, 50, 7};
+  EXPECT_EQ(Gpu(DeviceErrorCode::kTokenId, 50, 50),
+            Cpu(cpu_.Embedding(Tensor(ids.data(), DType::kInt32, {3}),
+                               Tensor(table.data(), DType::kFloat32, {50, 4}),
+                               Tensor(out.data(), DType::kFloat32, {3, 4}))));
+  std::vector<int32_t> rows = {1, 7};
+  std::vector<float> x(5 * 4, 1.f), gathered(2 * 4);
+  EXPECT_EQ(Gpu(DeviceErrorCode::kGatherRow, 7, 5),
+            Cpu(cpu_.GatherRows(Tensor(x.data(), DType::kFloat32, {5, 4}),
+                                Tensor(rows.data(), DType::kInt32, {2}),
+                                Tensor(gathered.data(), DType::kFloat32, {2, 4}))));
+  const int heads = 2, kv_heads = 1, dim = 4;
+  std::vector<float> qkv(4 * dim, 1.f), cos_sin(3 * dim, 1.f), q(2 * dim), k(dim), v(dim);
+  std::vector<int32_t> positions = {3};
+  RopeSplitParams rope{Tensor(qkv.data(), DType::kFloat32, {1, (heads + 2 * kv_heads) * dim}),
+                       Tensor(positions.data(), DType::kInt32, {1}),
+                       Tensor(cos_sin.data(), DType::kFloat32, {3, dim}),
+                       Tensor(q.data(), DType::kFloat32, {1, heads, dim}),
+                       Tensor(k.data(), DType::kFloat32, {1, kv_heads, dim}),
+                       Tensor(v.data(), DType::kFloat32, {1, kv_heads, dim}),
+                       AttentionShape{heads, kv_heads, dim, 1.f}};
+  EXPECT_EQ(Gpu(DeviceErrorCode::kRopePosition, 3, 3), Cpu(cpu_.RopeSplitQkv(rope)));
+}
+
+TEST_F(DeviceErrorMessageTest, CacheSlotsBlockTablesAndQueries) {
+  const int heads = 2, kv_heads = 1, dim = 4, bs = 16, blocks = 4;
+  std::vector<float> q(heads * dim, 1.f), k(kv_heads * dim, 1.f), v(k), out(q.size());
+  std::vector<float> ck(blocks * bs * kv_heads * dim, 1.f), cv(ck);
+  std::vector<int32_t> ctx = {20}, table = {1, 9}, slot = {19};
+  DecodeAttentionParams p;
+  p.q = Tensor(q.data(), DType::kFloat32, {1, heads, dim});
+  p.k = Tensor(k.data(), DType::kFloat32, {1, kv_heads, dim});
+  p.v = Tensor(v.data(), DType::kFloat32, {1, kv_heads, dim});
+  p.out = Tensor(out.data(), DType::kFloat32, {1, heads, dim});
+  p.context_lens = Tensor(ctx.data(), DType::kInt32, {1});
+  p.block_tables = Tensor(table.data(), DType::kInt32, {1, 2});
+  p.slot_mapping = Tensor(slot.data(), DType::kInt32, {1});
+  p.cache = {Tensor(ck.data(), DType::kFloat32, {blocks, bs, kv_heads, dim}),
+             Tensor(cv.data(), DType::kFloat32, {blocks, bs, kv_heads, dim}), bs};
+  p.shape = AttentionShape{heads, kv_heads, dim, 1.f};
+  p.num_seqs = 1;
+  p.max_context_len = 20;
+  EXPECT_EQ(Gpu(DeviceErrorCode::kBlockId, 9, blocks), Cpu(cpu_.DecodeAttention(p)));
+  ctx[0] = 40;  // 3 blocks needed, 2 in the table
+  table[1] = 2;
+  EXPECT_EQ(Gpu(DeviceErrorCode::kBlockTable, 40, 2, bs), Cpu(cpu_.DecodeAttention(p)));
+  ctx[0] = 20;
+  slot[0] = blocks * bs;  // one past the last slot
+  EXPECT_EQ(Gpu(DeviceErrorCode::kKvSlot, blocks * bs, blocks * bs), Cpu(cpu_.DecodeAttention(p)));
+
+  // A chunk longer than its sequence's context.
+  std::vector<float> pq(5 * heads * dim, 1.f), pk(5 * kv_heads * dim, 1.f), pv(pk), pout(pq.size());
+  std::vector<int32_t> cu = {0, 5}, pctx = {3}, ptable = {0, 1}, pslots = {0, 1, 2, 3, 4};
+  PrefillAttentionParams pp;
+  pp.q = Tensor(pq.data(), DType::kFloat32, {5, heads, dim});
+  pp.k = Tensor(pk.data(), DType::kFloat32, {5, kv_heads, dim});
+  pp.v = Tensor(pv.data(), DType::kFloat32, {5, kv_heads, dim});
+  pp.out = Tensor(pout.data(), DType::kFloat32, {5, heads, dim});
+  pp.cu_seqlens_q = Tensor(cu.data(), DType::kInt32, {2});
+  pp.context_lens = Tensor(pctx.data(), DType::kInt32, {1});
+  pp.block_tables = Tensor(ptable.data(), DType::kInt32, {1, 2});
+  pp.slot_mapping = Tensor(pslots.data(), DType::kInt32, {5});
+  pp.cache = p.cache;
+  pp.shape = p.shape;
+  pp.num_seqs = 1;
+  pp.max_q_len = 5;
+  pp.max_context_len = 3;
+  EXPECT_EQ(Gpu(DeviceErrorCode::kPrefillQueries, 0, 5, 3), Cpu(cpu_.PrefillAttention(pp)));
+}
+
+TEST(DeviceErrorTest, NoneIsOkAndUnknownCodesAreInternal) {
+  EXPECT_TRUE(DeviceErrorStatus(DeviceError{0, 0, 0, 0, 0}).ok());
+  EXPECT_TRUE(absl::IsInternal(DeviceErrorStatus(DeviceError{99, 0, 0, 0, 0})));
+  const absl::Status bound = DeviceErrorStatus(
+      DeviceError{static_cast<int32_t>(DeviceErrorCode::kLaunchBound), 1, 3, 5000, 4096});
+  EXPECT_EQ(bound.message(),
+            "DecodeAttention: sequence 3 has a context of 5000 tokens, more than "
+            "max_context_len = 4096");
+}
+
+TEST(DispatchTest, ServedShapesPassAndOthersAreRefusedByName) {
+  for (int dim : {16, 32, 64, 128}) {
+    for (int bs : {16, 32}) EXPECT_TRUE(CheckServedAttentionShape(dim, bs).ok()) << dim << " " << bs;
+  }
+  absl::Status s = CheckServedAttentionShape(96, 16);
+  EXPECT_TRUE(absl::IsInvalidArgument(s));
+  EXPECT_EQ(s.message(), "unsupported head_dim: 96 (the CUDA backend serves 16, 32, 64, 128)");
+  s = CheckServedAttentionShape(128, 8);
+  EXPECT_TRUE(absl::IsInvalidArgument(s));
+  EXPECT_EQ(s.message(), "unsupported block_size: 8 (the CUDA backend serves 16, 32)");
+}
+
+}  // namespace
+}  // namespace kvserve::cuda
