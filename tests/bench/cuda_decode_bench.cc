@@ -16,10 +16,8 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <condition_variable>
 #include <cstdio>
 #include <fstream>
-#include <mutex>
 #include <random>
 #include <string>
 #include <vector>
@@ -36,6 +34,7 @@
 #include "kernels/cuda/device_info.h"
 #include "nlohmann/json.hpp"
 #include "prometheus/registry.h"
+#include "tests/bench/decode_bench_util.h"
 
 ABSL_FLAG(std::string, batches, "1,32", "Batch sizes to measure, comma separated.");
 ABSL_FLAG(int, prompt, 128, "Prompt tokens per request.");
@@ -66,49 +65,6 @@ ModelConfig Llama32_1B() {
   return c;
 }
 
-// Parameters the model reads once per decode step (the tied embedding once,
-// as the LM head; the embedding lookup itself reads only T rows).
-int64_t WeightParams(const ModelConfig& c) {
-  const int64_t h = c.hidden_size, qkv = int64_t(c.num_heads + 2 * c.num_kv_heads) * c.head_dim;
-  const int64_t per_layer = h * qkv + int64_t(c.num_heads) * c.head_dim * h +
-                            3 * int64_t(c.intermediate_size) * h + 2 * h;
-  return int64_t(c.vocab_size) * h + c.num_layers * per_layer + h;
-}
-
-// Records when each token of one request arrived.
-class TimingSink final : public RequestSink {
- public:
-  void OnOutput(RequestOutput output) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (size_t i = 0; i < output.token_ids.size(); ++i) times_.push_back(absl::Now());
-    if (output.finished()) done_ = true;
-    cv_.notify_all();
-  }
-  void OnAbort(absl::Status status) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    status_ = std::move(status);
-    done_ = true;
-    cv_.notify_all();
-  }
-  bool IsCancelled() const override { return false; }
-  absl::Status Wait() {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return done_; });
-    return status_;
-  }
-  std::vector<absl::Time> times() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return times_;
-  }
-
- private:
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<absl::Time> times_;
-  absl::Status status_;
-  bool done_ = false;
-};
-
 // Median device-to-device copy bandwidth (bytes read + written per second)
 // over 1 GiB buffers.
 double MeasureCopyBandwidth() {
@@ -137,47 +93,6 @@ double MeasureCopyBandwidth() {
   return 2.0 * kBytes / (ms[ms.size() / 2] * 1e-3);
 }
 
-struct Result {
-  int batch = 0;
-  double decode_tokens_per_s = 0;
-  double ms_per_step = 0;
-  double ttft_ms = 0;
-};
-
-absl::StatusOr<Result> Measure(Engine& engine, int batch, int prompt_len, int new_tokens,
-                               std::mt19937& rng) {
-  std::vector<std::shared_ptr<TimingSink>> sinks;
-  const absl::Time submitted = absl::Now();
-  for (int i = 0; i < batch; ++i) {
-    Request r;
-    r.prompt.resize(prompt_len);
-    for (int32_t& t : r.prompt) t = static_cast<int32_t>(rng() % 128000);
-    r.stopping.max_new_tokens = new_tokens;
-    r.stopping.ignore_eos = true;
-    sinks.push_back(std::make_shared<TimingSink>());
-    if (absl::Status s = engine.Submit(std::move(r), sinks.back()); !s.ok()) return s;
-  }
-  absl::Time first_all = absl::InfinitePast(), last_all = absl::InfinitePast();
-  int64_t decoded = 0;
-  for (auto& sink : sinks) {
-    if (absl::Status s = sink->Wait(); !s.ok()) return s;
-    first_all = std::max(first_all, sink->times().front());
-  }
-  for (auto& sink : sinks) {
-    for (absl::Time t : sink->times()) {
-      if (t > first_all) ++decoded;
-      last_all = std::max(last_all, t);
-    }
-  }
-  Result r;
-  r.batch = batch;
-  const double seconds = absl::ToDoubleSeconds(last_all - first_all);
-  r.decode_tokens_per_s = seconds > 0 ? decoded / seconds : 0;
-  r.ms_per_step = seconds * 1e3 / std::max(1, new_tokens - 1);
-  r.ttft_ms = absl::ToDoubleMilliseconds(first_all - submitted);
-  return r;
-}
-
 int Run() {
   if (cuda::DeviceCount() == 0) {
     std::fprintf(stderr, "cuda_decode_bench: %s\n", cuda::DescribeDevice().c_str());
@@ -202,7 +117,7 @@ int Run() {
 
   const double copy_bw = MeasureCopyBandwidth();
   const ModelConfig config = Llama32_1B();
-  const double weight_bytes = double(WeightParams(config)) * DTypeSize(*dtype);
+  const double weight_bytes = double(bench::WeightParams(config)) * DTypeSize(*dtype);
   const double ceiling_ms = copy_bw > 0 ? weight_bytes / copy_bw * 1e3 : 0;
 
   cuda::CudaBackendOptions options;
@@ -245,11 +160,11 @@ int Run() {
   std::printf("device-to-device copy %.0f GB/s -> roofline %.3f ms/step\n", copy_bw / 1e9, ceiling_ms);
   for (int batch : batches) {
     // Warm-up at this batch size: cuBLASLt plans for these shapes, first launches.
-    if (auto warm = Measure(**engine, batch, prompt_len, 8, rng); !warm.ok()) {
+    if (auto warm = bench::MeasureDecode(**engine, batch, prompt_len, 8, rng); !warm.ok()) {
       std::fprintf(stderr, "warm-up: %s\n", warm.status().ToString().c_str());
       return 1;
     }
-    auto r = Measure(**engine, batch, prompt_len, new_tokens, rng);
+    auto r = bench::MeasureDecode(**engine, batch, prompt_len, new_tokens, rng);
     if (!r.ok()) {
       std::fprintf(stderr, "batch %d: %s\n", batch, r.status().ToString().c_str());
       return 1;
