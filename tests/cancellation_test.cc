@@ -201,12 +201,20 @@ TEST(ShutdownTest, InFlightStreamsFinishOrAreCancelledAndNothingHangs) {
   auto server = StartTestServer(FixtureDir("tiny-llama-gqa"), EngineConfig(), options);
   ASSERT_NE(server, nullptr);
   EndCounter ends;
+  std::atomic<int> started{0};
   // Short ones finish within the grace period; long ones are cut.
   for (int i = 0; i < 10; ++i) {
-    server->client->StartGenerateStream(TokenRequest({3, int32_t(i)}, i < 5 ? 4 : 480), {},
-                                        [&](StreamResult r) { ends.Record(r.status.error_code()); });
+    auto first = std::make_shared<std::atomic<bool>>(false);
+    server->client->StartGenerateStream(
+        TokenRequest({3, int32_t(i)}, i < 5 ? 4 : 480),
+        [&, first](const StreamChunk&) {
+          if (!first->exchange(true)) ++started;
+        },
+        [&](StreamResult r) { ends.Record(r.status.error_code()); });
   }
-  absl::SleepFor(absl::Milliseconds(50));
+  // Shut down only once every stream is in flight (has its first token), so
+  // that the grace period, not the machine's load, decides what finishes.
+  ASSERT_TRUE(WaitUntil([&] { return started.load() == 10; }, absl::Seconds(30)));
   const absl::Time start = absl::Now();
   server->Stop();
   EXPECT_LT(absl::Now() - start, absl::Seconds(10));

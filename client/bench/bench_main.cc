@@ -1,6 +1,6 @@
 // kvserve-bench: load generator for kvserve servers.
 //
-//   kvserve-bench --target localhost:50051 --concurrency 1,2,4,8 --requests 64 \
+//   kvserve-bench --target localhost:50051 --concurrency 1,2,4,8 --requests 64
 //       --prompt_tokens 128 --output_tokens 128 --json_out r.json --plot_out r.png
 //   kvserve-bench --target localhost:50051 --rate 5 --duration_s 60 --arrival poisson
 //
