@@ -3,6 +3,7 @@
 #include <httplib.h>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "prometheus/text_serializer.h"
 
 namespace kvserve {
@@ -23,13 +24,33 @@ absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
   if (server->port_ <= 0) {
     return absl::UnavailableError(absl::StrCat("--metrics_port: cannot listen on ", host, ":", port));
   }
-  server->thread_ = std::thread([http = server->http_.get()] { http->listen_after_bind(); });
+  server->thread_ = std::thread([http = server->http_.get(), done = &server->listener_done_] {
+    http->listen_after_bind();
+    done->store(true);
+  });
+  // httplib's stop() only acts on a running server: stopped before its thread
+  // got going, the thread would then block in accept() forever and the
+  // destructor's join() with it. So Start returns once the listener runs.
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (!server->http_->is_running()) {
+    if (absl::Now() > deadline) {
+      return absl::UnavailableError("--metrics_port: the HTTP listener did not start");
+    }
+    absl::SleepFor(absl::Milliseconds(1));
+  }
   return server;
 }
 
 MetricsHttpServer::~MetricsHttpServer() {
-  if (http_) http_->stop();
-  if (thread_.joinable()) thread_.join();
+  if (thread_.joinable()) {
+    // Repeat stop() until the listener has returned: a stop() that lands
+    // before listen_after_bind() started is a no-op.
+    while (!listener_done_.load()) {
+      http_->stop();
+      absl::SleepFor(absl::Milliseconds(1));
+    }
+    thread_.join();
+  }
 }
 
 }  // namespace kvserve

@@ -1,6 +1,7 @@
 // Prometheus text exposition over HTTP (cpp-httplib): GET /metrics.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <thread>
@@ -27,6 +28,7 @@ class MetricsHttpServer {
   MetricsHttpServer() = default;
   std::unique_ptr<httplib::Server> http_;
   std::thread thread_;
+  std::atomic<bool> listener_done_{false};
   int port_ = 0;
 };
 

@@ -13,6 +13,7 @@
 #include <numeric>
 #include <random>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/reference_attention.h"
@@ -25,8 +26,7 @@ struct Shape {
 };
 
 std::string Name(const Shape& s) {
-  return "H" + std::to_string(s.heads) + "_KV" + std::to_string(s.kv_heads) + "_D" +
-         std::to_string(s.dim) + "_B" + std::to_string(s.block_size);
+  return absl::StrCat("H", s.heads, "_KV", s.kv_heads, "_D", s.dim, "_B", s.block_size);
 }
 
 // Random padded batch [B, S_max, heads, D] with garbage in the padding.
@@ -280,7 +280,9 @@ TEST(ReferenceAttentionTest, FullyMaskedRowsAreZeroNeverNaN) {
       const float* row = Row(out, p.seq, s.heads, s.dim, b, i);
       for (int e = 0; e < s.heads * s.dim; ++e) {
         ASSERT_FALSE(std::isnan(row[e]));
-        if (i >= p.lengths[b]) ASSERT_EQ(row[e], 0.f) << "padded row " << b << "," << i;
+        if (i >= p.lengths[b]) {
+          ASSERT_EQ(row[e], 0.f) << "padded row " << b << "," << i;
+        }
       }
     }
   }

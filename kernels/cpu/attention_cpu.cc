@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "kernels/attention_math.h"
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/thread_pool.h"
 
 namespace kvserve::cpu {
 namespace {
@@ -151,9 +152,8 @@ absl::Status PrefillAttention(const PrefillAttentionParams& p) {
   const int dim = shape.head_dim;
   const int max_blocks = static_cast<int>(p.block_tables.dim(1));
   const int32_t* cu = p.cu_seqlens_q.as<int32_t>();
-  std::vector<float> scores, k_rows, v_rows;
   for (int b = 0; b < p.num_seqs; ++b) {
-    const int q_begin = cu[b], q_len = cu[b + 1] - cu[b];
+    const int q_len = cu[b + 1] - cu[b];
     const int context = p.context_lens.as<int32_t>()[b];
     if (q_len < 0 || q_len > context || cu[b + 1] > p.q.dim(0)) {
       return absl::OutOfRangeError(absl::StrCat("PrefillAttention: sequence ", b, " has ", q_len,
@@ -164,24 +164,30 @@ absl::Status PrefillAttention(const PrefillAttentionParams& p) {
         !s.ok()) {
       return s;
     }
-    for (int kvh = 0; kvh < shape.num_kv_heads; ++kvh) {
-      const PagedRows keys{p.cache.k.as<float>(), table, p.cache.block_size,
-                           int64_t(shape.num_kv_heads) * dim, int64_t(kvh) * dim};
-      PagedRows values = keys;
-      values.base = p.cache.v.as<float>();
-      // K and V of this head, contiguous: O(n·d), read by every query head of the group.
-      k_rows.resize(size_t(context) * dim);
-      v_rows.resize(size_t(context) * dim);
-      GatherHead(keys, context, dim, k_rows.data());
-      GatherHead(values, context, dim, v_rows.data());
-      const int64_t row_stride = int64_t(shape.num_heads) * dim;
-      for (int g = 0; g < group; ++g) {
-        const int64_t offset = int64_t(q_begin) * row_stride + int64_t(kvh * group + g) * dim;
-        PrefillHead(p.q.as<float>() + offset, row_stride, q_len, context, k_rows.data(),
-                    v_rows.data(), dim, shape.scale, scores, p.out.as<float>() + offset);
-      }
-    }
   }
+  // One work item per (sequence, KV head); its GEMMs run single-threaded.
+  ThreadPool::Shared().ParallelFor(p.num_seqs * shape.num_kv_heads, [&](int item) {
+    thread_local std::vector<float> scores, k_rows, v_rows;
+    const int b = item / shape.num_kv_heads, kvh = item % shape.num_kv_heads;
+    const int q_begin = cu[b], q_len = cu[b + 1] - cu[b];
+    const int context = p.context_lens.as<int32_t>()[b];
+    const int32_t* table = p.block_tables.as<int32_t>() + int64_t(b) * max_blocks;
+    const PagedRows keys{p.cache.k.as<float>(), table, p.cache.block_size,
+                         int64_t(shape.num_kv_heads) * dim, int64_t(kvh) * dim};
+    PagedRows values = keys;
+    values.base = p.cache.v.as<float>();
+    // K and V of this head, contiguous: O(n·d), read by every query head of the group.
+    k_rows.resize(size_t(context) * dim);
+    v_rows.resize(size_t(context) * dim);
+    GatherHead(keys, context, dim, k_rows.data());
+    GatherHead(values, context, dim, v_rows.data());
+    const int64_t row_stride = int64_t(shape.num_heads) * dim;
+    for (int g = 0; g < group; ++g) {
+      const int64_t offset = int64_t(q_begin) * row_stride + int64_t(kvh * group + g) * dim;
+      PrefillHead(p.q.as<float>() + offset, row_stride, q_len, context, k_rows.data(),
+                  v_rows.data(), dim, shape.scale, scores, p.out.as<float>() + offset);
+    }
+  });
   return absl::OkStatus();
 }
 
@@ -191,24 +197,28 @@ absl::Status DecodeAttention(const DecodeAttentionParams& p) {
   const int group = shape.num_heads / shape.num_kv_heads;
   const int dim = shape.head_dim;
   const int max_blocks = static_cast<int>(p.block_tables.dim(1));
-  std::vector<float> scores;
   for (int b = 0; b < p.num_seqs; ++b) {
-    const int context = p.context_lens.as<int32_t>()[b];
     const int32_t* table = p.block_tables.as<int32_t>() + int64_t(b) * max_blocks;
-    if (absl::Status s = CheckBlockTable(table, context, p.cache.block_size, max_blocks, p.cache.k.dim(0));
+    if (absl::Status s = CheckBlockTable(table, p.context_lens.as<int32_t>()[b], p.cache.block_size,
+                                         max_blocks, p.cache.k.dim(0));
         !s.ok()) {
       return s;
     }
-    for (int kvh = 0; kvh < shape.num_kv_heads; ++kvh) {
-      const PagedRows keys{p.cache.k.as<float>(), table, p.cache.block_size,
-                           int64_t(shape.num_kv_heads) * dim, int64_t(kvh) * dim};
-      PagedRows values = keys;
-      values.base = p.cache.v.as<float>();
-      const float* q = p.q.as<float>() + (int64_t(b) * shape.num_heads + kvh * group) * dim;
-      float* out = p.out.as<float>() + (int64_t(b) * shape.num_heads + kvh * group) * dim;
-      AttendGroup(q, group, dim, keys, values, context, shape.scale, scores, out);
-    }
   }
+  // One work item per (sequence, KV head): independent, and each reads its
+  // own K/V once for the whole query-head group.
+  ThreadPool::Shared().ParallelFor(p.num_seqs * shape.num_kv_heads, [&](int item) {
+    thread_local std::vector<float> scores;
+    const int b = item / shape.num_kv_heads, kvh = item % shape.num_kv_heads;
+    const int32_t* table = p.block_tables.as<int32_t>() + int64_t(b) * max_blocks;
+    const PagedRows keys{p.cache.k.as<float>(), table, p.cache.block_size,
+                         int64_t(shape.num_kv_heads) * dim, int64_t(kvh) * dim};
+    PagedRows values = keys;
+    values.base = p.cache.v.as<float>();
+    const int64_t offset = (int64_t(b) * shape.num_heads + kvh * group) * dim;
+    AttendGroup(p.q.as<float>() + offset, group, dim, keys, values,
+                p.context_lens.as<int32_t>()[b], shape.scale, scores, p.out.as<float>() + offset);
+  });
   return absl::OkStatus();
 }
 

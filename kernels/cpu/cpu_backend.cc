@@ -1,5 +1,7 @@
 #include "kernels/cpu/cpu_backend.h"
 
+#include <cblas.h>
+
 #include <cstdlib>
 #include <cstring>
 
@@ -28,6 +30,8 @@ absl::Status RequireFloat32(absl::string_view op, std::initializer_list<const Te
 }
 
 }  // namespace
+
+CpuBackend::CpuBackend() { openblas_set_num_threads(1); }
 
 absl::StatusOr<DeviceBufferPtr> CpuBackend::Allocate(size_t bytes) {
   // 64-byte alignment for SIMD loads; aligned_alloc needs a multiple of it.
