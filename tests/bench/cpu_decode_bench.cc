@@ -72,14 +72,10 @@ double SgemmPeak() {
 }
 
 int Run() {
-  std::vector<int> batches;
-  for (absl::string_view part : absl::StrSplit(absl::GetFlag(FLAGS_batches), ',')) {
-    int b = 0;
-    if (!absl::SimpleAtoi(part, &b) || b < 1) {
-      std::fprintf(stderr, "--batches: bad batch size \"%s\"\n", std::string(part).c_str());
-      return 2;
-    }
-    batches.push_back(b);
+  auto batches = ParseBatches(absl::GetFlag(FLAGS_batches));
+  if (!batches.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(batches.status().message()).c_str());
+    return 2;
   }
   const int prompt_len = absl::GetFlag(FLAGS_prompt), new_tokens = absl::GetFlag(FLAGS_new_tokens);
   auto source = OpenModelSource(absl::GetFlag(FLAGS_model));
@@ -89,7 +85,7 @@ int Run() {
   }
   const ModelConfig config = source->config;
   EngineConfig engine_config;
-  engine_config.max_num_seqs = *std::max_element(batches.begin(), batches.end());
+  engine_config.max_num_seqs = *std::max_element(batches->begin(), batches->end());
   engine_config.max_num_batched_tokens = std::max(1024, engine_config.max_num_seqs);
   prometheus::Registry registry;
   auto engine = Engine::Create(engine_config, *std::move(source), std::make_unique<CpuBackend>(), registry);
@@ -112,7 +108,7 @@ int Run() {
   nlohmann::json out = {{"model", (*engine)->info().model_name}, {"params", params},
                         {"memcpy_bytes_per_s", bandwidth}, {"sgemm_flops", peak},
                         {"prompt", prompt_len}, {"new_tokens", new_tokens}};
-  for (int batch : batches) {
+  for (int batch : *batches) {
     auto r = MeasureDecode(**engine, batch, prompt_len, new_tokens, rng);
     if (!r.ok()) {
       std::fprintf(stderr, "batch %d: %s\n", batch, std::string(r.status().message()).c_str());

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 
 namespace kvserve::bench {
@@ -42,6 +45,19 @@ class TimingSink final : public RequestSink {
 };
 
 }  // namespace
+
+absl::StatusOr<std::vector<int>> ParseBatches(const std::string& list) {
+  std::vector<int> batches;
+  for (absl::string_view part : absl::StrSplit(list, ',')) {
+    int b = 0;
+    if (!absl::SimpleAtoi(part, &b) || b < 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--batches: bad batch size \"", std::string(part), "\""));
+    }
+    batches.push_back(b);
+  }
+  return batches;
+}
 
 int64_t WeightParams(const ModelConfig& c) {
   const int64_t h = c.hidden_size, qkv = int64_t(c.num_heads + 2 * c.num_kv_heads) * c.head_dim;

@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -12,6 +13,9 @@
 #include "engine/engine.h"
 
 namespace kvserve::bench {
+
+/// Parses "1,8,32" (--batches); InvalidArgument on anything but positive ints.
+absl::StatusOr<std::vector<int>> ParseBatches(const std::string& list);
 
 /// Parameters a decode step reads once (a tied embedding once, as the LM head).
 int64_t WeightParams(const ModelConfig& c);
