@@ -5,6 +5,9 @@
 #   tests  every CUDA test binary (smoke, ops, attention sweeps, sampler, engine);
 #   serve  end to end: kvserve --device cuda on the built-in default model and
 #          on the tiny-llama-gqa fixture, a generate with kvserve-cli each, SIGTERM;
+#   storm  a Llama-3.2-1B-shaped bf16 checkpoint (written by kvserve-mkmodel)
+#          served to concurrent kvserve-bench clients, then a cancel storm
+#          (deadline-cut streams, killed clients): KV blocks must return to 0
 #   bench  cuda_decode_bench (batch 1 and 32, Llama-3.2-1B shape, with the
 #          copy roofline);
 #   hf     deploy/hf_decode_bench.py on the same shape when PyTorch is there
@@ -13,15 +16,16 @@
 # On the build machine, from the repository root:
 #   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DKVSERVE_CUDA=ON
 #   ninja -C build kvserve kvserve-cli cuda_smoke_test cuda_ops_test cuda_attention_test \
-#     cuda_sample_test cuda_engine_test cuda_decode_bench
+#     cuda_sample_test cuda_engine_test cuda_decode_bench kvserve-mkmodel kvserve-bench
 #   rm -rf .gpu && ../shared/gpu/bundle.sh .gpu build/server/kvserve build/client/kvserve-cli \
+#     build/engine/kvserve-mkmodel build/client/kvserve-bench \
 #     build/tests/cuda_smoke_test build/tests/cuda_ops_test build/tests/cuda_attention_test \
 #     build/tests/cuda_sample_test build/tests/cuda_engine_test build/tests/bench/cuda_decode_bench
 # The bundle is about 90 MB (35 of them OpenBLAS); gzipped about 30 MB, which
 # with the ~16 MB working tree fits a runner that carries at most 64 MiB:
 #   tar -C .gpu -czf /tmp/bundle.tgz . && mv /tmp/bundle.tgz .gpu/   # carry .gpu/bundle.tgz only
 # then on the GPU machine, from anywhere (the tests read tests/data of this tree):
-#   deploy/gpu-check.sh [BUNDLE (.gpu) | BUNDLE.tgz] [STEPS (tests,serve,bench,hf)]
+#   deploy/gpu-check.sh [BUNDLE (.gpu) | BUNDLE.tgz] [STEPS (tests,serve,storm,bench,hf)]
 #
 # What comes back: $OUT (or ./gpu-check-out) receives exactly two files, so
 # that a runner returning only a few files loses nothing: gpu-check.json (the
@@ -33,14 +37,20 @@
 # Time: GPU_CHECK_BUDGET_S (default 560 when $OUT is set, i.e. under a runner
 # whose commands get 600 s; else unlimited) bounds the whole run: a step never
 # outlives it, and steps that no longer fit are reported as not run. Under a
-# 600 s runner run `tests,serve,bench` in one call and `hf` in another.
+# 600 s runner run `tests,serve` in one call, `storm,bench` in a second and
+# `hf` in a third.
+#
+# GPU_CHECK_DEVICE=cpu runs the serve and storm steps on the CPU backend: a
+# dry run of this script's own logic on a machine without a GPU (with, say,
+# GPU_CHECK_STORM_PRESET=tiny-llama3, as the 1B shape is slow on a CPU).
 #
 # Exit status: 0 when every requested step ran and passed; 1 when one failed,
 # skipped tests or did not run; 2 when the bundle is missing or a program
 # cannot find a shared library.
 set -uo pipefail
 BUNDLE=${1:-.gpu}
-STEPS_ARG=${2:-tests,serve,bench,hf}
+STEPS_ARG=${2:-tests,serve,storm,bench,hf}
+DEVICE=${GPU_CHECK_DEVICE:-cuda}
 # The bundle is named relative to the caller's directory, not the repository's.
 [[ $BUNDLE == /* ]] || BUNDLE="$PWD/$BUNDLE"
 cd "$(dirname "$0")/.." || exit 2
@@ -133,7 +143,7 @@ if [[ ${#MISSING_LIBS[@]} -gt 0 ]]; then
   write_report
   exit 2
 fi
-export KV_LD BIN WORK
+export KV_LD BIN WORK DEVICE
 
 # step NAME LIMIT_S COMMAND...: runs it (a shell function too) under
 # `timeout`, logs to $WORK/NAME.log and records the outcome in the report.
@@ -197,7 +207,7 @@ serve_check() {  # NAME PORT SERVER_ARGS... -- CLIENT_ARGS...
   while [[ $# -gt 0 && $1 != -- ]]; do server_args+=("$1"); shift; done
   shift
   local cli=(env LD_LIBRARY_PATH="$KV_LD" "$BIN/kvserve-cli" --target "127.0.0.1:$port")
-  env LD_LIBRARY_PATH="$KV_LD" "$BIN/kvserve" --device cuda --host 127.0.0.1 --port "$port" \
+  env LD_LIBRARY_PATH="$KV_LD" "$BIN/kvserve" --device "$DEVICE" --host 127.0.0.1 --port "$port" \
     --metrics_port -1 "${server_args[@]}" >"$WORK/$name.server.log" 2>&1 &
   local server=$!
   local ok=0 up=0
@@ -207,7 +217,7 @@ serve_check() {  # NAME PORT SERVER_ARGS... -- CLIENT_ARGS...
   done
   [[ $up -eq 1 ]] || echo "server not serving: $(tail -n 3 "$WORK/$name.server.log")"
   if [[ $up -eq 1 ]] &&
-     "${cli[@]}" info | grep -q 'device: "cuda"' &&
+     "${cli[@]}" info | grep -q "device: \"$DEVICE\"" &&
      "${cli[@]}" --timeout-s 120 generate --json "$@"; then
     ok=1
   fi
@@ -232,7 +242,74 @@ if wants serve; then
     --dtype float32 -- --prompt-ids 1,2,3,4,5 --max-tokens 16 --ignore-eos
 fi
 
-# 3. Decode throughput, ours and transformers' (same shape; compare within one machine).
+# 3. A real model size under load, then a cancel storm: afterwards the
+#    server must hold no KV block and run no request, and stop cleanly.
+metric() {  # PORT NAME -> the value of an unlabelled series of /metrics
+  python3 - "$1" "$2" <<'PY'
+import sys, urllib.request
+text = urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/metrics", timeout=5).read().decode()
+print(next((l.split()[1] for l in text.splitlines() if l.split(" ")[0] == sys.argv[2]), "missing"))
+PY
+}
+storm_check() {
+  local preset=${GPU_CHECK_STORM_PRESET:-llama-3.2-1b}
+  local port=50613 mport=50614 model="$WORK/$preset-random" ok=1
+  local bench=(env LD_LIBRARY_PATH="$KV_LD" "$BIN/kvserve-bench" --target "127.0.0.1:$port"
+               --progress=false)
+  local cli=(env LD_LIBRARY_PATH="$KV_LD" "$BIN/kvserve-cli" --target "127.0.0.1:$port")
+  env LD_LIBRARY_PATH="$KV_LD" "$BIN/kvserve-mkmodel" --preset "$preset" --dtype bfloat16 \
+    --max_position_embeddings 4096 --out "$model" || return 1
+  env LD_LIBRARY_PATH="$KV_LD" "$BIN/kvserve" --device "$DEVICE" --model "$model" \
+    --host 127.0.0.1 --port "$port" --metrics_port "$mport" >"$WORK/storm.server.log" 2>&1 &
+  local server=$!
+  "${cli[@]}" --timeout-s 240 health >/dev/null || { echo "server not serving"; kill -KILL $server; return 1; }
+  grep -E "memory|KV cache|loaded in" "$WORK/storm.server.log"
+  # Concurrent clients, text prompts through the tokenizer.json it came with.
+  "${bench[@]}" --concurrency 16 --requests 64 --prompt_kind text --prompt_tokens 128 \
+    --output_tokens 64 --metrics_url "http://127.0.0.1:$mport/metrics" \
+    --json_out "$WORK/storm_serve.json" || ok=0
+  # The storm: 256 long streams, 128 at a time, each cut by a 300 ms deadline
+  # (the bench exits 3 when requests fail, as all of these must) ...
+  "${bench[@]}" --concurrency 128 --requests 256 --warmup_requests 0 --output_tokens 2000 \
+    --timeout_s 0.3 --json_out "$WORK/storm_cut.json"
+  python3 - "$WORK/storm_cut.json" <<'PY' || ok=0
+import json, sys
+level = json.load(open(sys.argv[1]))["levels"][0]
+print("storm:", level["completed"], "completed,", level["errors_by_code"])
+sys.exit(0 if level["errors_by_code"].get("DEADLINE_EXCEEDED", 0) >= 200 else 1)
+PY
+  # ... and clients killed mid-stream.
+  local pids=() i
+  for i in $(seq 8); do
+    "${cli[@]}" generate --prompt-ids $((100 + i)),42,43 --max-tokens 3000 --ignore-eos \
+      >/dev/null 2>&1 &
+    pids+=($!)
+  done
+  sleep 3
+  kill -KILL "${pids[@]}" 2>/dev/null
+  wait "${pids[@]}" 2>/dev/null
+  local used running
+  for _ in $(seq 50); do  # the engine frees them at its next steps
+    used=$(metric "$mport" kvserve_kv_blocks_used)
+    running=$(metric "$mport" kvserve_requests_running)
+    [[ $used == 0 && $running == 0 ]] && break
+    sleep 0.2
+  done
+  echo "after the storm: kvserve_kv_blocks_used $used, kvserve_requests_running $running," \
+       "peak $(metric "$mport" kvserve_kv_blocks_used_peak) of $(metric "$mport" kvserve_kv_blocks_total)"
+  [[ $used == 0 && $running == 0 ]] || ok=0
+  kill -TERM "$server"
+  wait "$server"
+  local rc=$?
+  echo "server exit status $rc"
+  [[ $ok -eq 1 && $rc -eq 0 ]]
+}
+export -f metric storm_check
+if wants storm; then
+  step storm_1b 400 storm_check
+fi
+
+# 4. Decode throughput, ours and transformers' (same shape; compare within one machine).
 if wants bench; then
   step cuda_decode_bench 400 env LD_LIBRARY_PATH="$KV_LD" "$BIN/cuda_decode_bench" \
     --batches=1,32 --json="$WORK/cuda_decode_bench.json"
