@@ -10,36 +10,13 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/batching_util.h"
 #include "tests/engine_test_util.h"
 #include "tests/golden_util.h"
 #include "tests/test_paths.h"
 
 namespace kvserve::testing {
 namespace {
-
-struct Outcome {
-  std::vector<int32_t> tokens;
-  std::vector<std::vector<float>> logits;
-};
-
-std::vector<std::vector<int32_t>> Prompts(const std::string& fixture, int num_random, int vocab,
-                                          uint32_t seed) {
-  std::vector<std::vector<int32_t>> prompts;
-  for (const GoldenCase& c : LoadGolden(FixtureDir(fixture) + "/golden.json")) prompts.push_back(c.prompt);
-  std::mt19937 rng(seed);
-  for (int i = 0; i < num_random; ++i) {
-    std::vector<int32_t> p(1 + rng() % 90);
-    for (int32_t& t : p) t = static_cast<int32_t>(rng() % vocab);
-    prompts.push_back(std::move(p));
-  }
-  return prompts;
-}
-
-Outcome Alone(Engine& engine, const std::vector<int32_t>& prompt, uint32_t new_tokens) {
-  auto sink = RunToCompletion(engine, GreedyRequest(prompt, new_tokens, /*capture_logits=*/true));
-  EXPECT_TRUE(sink->status.ok()) << sink->status;
-  return {sink->tokens, sink->logits};
-}
 
 class BatchingTest : public ::testing::TestWithParam<std::string> {};
 
@@ -49,43 +26,9 @@ TEST_P(BatchingTest, PaddingMasksAreExact) {
   config.max_num_batched_tokens = 96;  // long prompts are chunked and mixed with decodes
   TestEngine t = MakeCpuEngine(FixtureDir(fixture), config);
   ASSERT_NE(t.engine, nullptr);
-  const int vocab = t.engine->info().vocab_size;
-  constexpr uint32_t kNewTokens = 16;
-  const auto prompts = Prompts(fixture, /*num_random=*/7, vocab, 11);
-  std::vector<Outcome> alone;
-  for (const auto& p : prompts) alone.push_back(Alone(*t.engine, p, kNewTokens));
-
-  std::mt19937 rng(5);
-  for (int round = 0; round < 3; ++round) {
-    SCOPED_TRACE("round " + std::to_string(round));
-    std::vector<int> order(prompts.size());
-    std::iota(order.begin(), order.end(), 0);
-    std::shuffle(order.begin(), order.end(), rng);
-    std::vector<std::shared_ptr<CollectingSink>> sinks(prompts.size());
-    std::vector<std::shared_ptr<CollectingSink>> others;
-    for (int i : order) {
-      // Other traffic in between: sampled requests of other lengths.
-      Request other = GreedyRequest({int32_t(rng() % vocab), int32_t(rng() % vocab)}, 1 + rng() % 20);
-      other.sampling.temperature = 0.9f;
-      other.sampling.seed = rng();
-      others.push_back(std::make_shared<CollectingSink>());
-      ASSERT_TRUE(t.engine->Submit(other, others.back()).ok());
-      sinks[i] = std::make_shared<CollectingSink>();
-      ASSERT_TRUE(t.engine->Submit(GreedyRequest(prompts[i], kNewTokens, true), sinks[i]).ok());
-    }
-    for (auto& s : others) ASSERT_TRUE(s->WaitDone());
-    for (size_t i = 0; i < prompts.size(); ++i) {
-      ASSERT_TRUE(sinks[i]->WaitDone());
-      ASSERT_TRUE(sinks[i]->status.ok()) << sinks[i]->status;
-      EXPECT_THAT(sinks[i]->tokens, ::testing::ElementsAreArray(alone[i].tokens)) << "prompt " << i;
-      ASSERT_EQ(sinks[i]->logits.size(), alone[i].logits.size());
-      for (size_t step = 0; step < alone[i].logits.size(); ++step) {
-        ASSERT_LT(MaxAbsDiff(sinks[i]->logits[step], alone[i].logits[step]), 1e-4)
-            << "prompt " << i << " step " << step;
-      }
-    }
-  }
-  EXPECT_EQ(t.engine->num_used_blocks(), 0);
+  ExpectBatchedEqualsAlone(*t.engine,
+                           FixtureAndRandomPrompts(fixture, 7, t.engine->info().vocab_size, 11),
+                           /*new_tokens=*/16, /*rounds=*/3, /*max_abs_error=*/1e-4f, /*seed=*/5);
 }
 
 TEST_P(BatchingTest, PreemptionIsInvisible) {
@@ -94,7 +37,7 @@ TEST_P(BatchingTest, PreemptionIsInvisible) {
   TestEngine big = MakeCpuEngine(FixtureDir(fixture));
   ASSERT_NE(big.engine, nullptr);
   const int vocab = big.engine->info().vocab_size;
-  auto prompts = Prompts(fixture, /*num_random=*/5, vocab, 23);
+  auto prompts = FixtureAndRandomPrompts(fixture, /*num_random=*/5, vocab, 23);
   prompts.erase(prompts.begin() + 4);  // the 130-token prompt alone needs 11 of the 12 blocks
   // A seeded sampled request too: its RNG must survive preemption.
   auto request = [&](size_t i) {

@@ -19,6 +19,7 @@
 #include "engine/model_loader.h"
 #include "gtest/gtest.h"
 #include "kernels/cuda/device_info.h"
+#include "tests/batching_util.h"
 #include "tests/cuda_test_util.h"
 #include "tests/engine_test_util.h"
 #include "tests/golden_util.h"
@@ -82,48 +83,9 @@ TEST_P(CudaEngineTest, PaddingMasksAreExactInFloat32) {
   config.max_num_batched_tokens = 96;  // long prompts are chunked and mixed with decodes
   TestEngine t = NewEngine(DType::kFloat32, config);
   ASSERT_NE(t.engine, nullptr);
-  const int vocab = t.engine->info().vocab_size;
-  constexpr uint32_t kNewTokens = 12;
-  std::vector<std::vector<int32_t>> prompts;
-  for (const GoldenCase& c : LoadGolden(FixtureDir(GetParam()) + "/golden.json")) prompts.push_back(c.prompt);
-  std::mt19937 rng(17);
-  for (int i = 0; i < 5; ++i) {
-    std::vector<int32_t> p(1 + rng() % 90);
-    for (int32_t& id : p) id = static_cast<int32_t>(rng() % vocab);
-    prompts.push_back(std::move(p));
-  }
-  std::vector<std::shared_ptr<CollectingSink>> alone;
-  for (const auto& p : prompts) {
-    alone.push_back(RunToCompletion(*t.engine, GreedyRequest(p, kNewTokens, true)));
-    ASSERT_TRUE(alone.back()->status.ok()) << alone.back()->status;
-  }
-  for (int round = 0; round < 2; ++round) {
-    SCOPED_TRACE("round " + std::to_string(round));
-    std::vector<int> order(prompts.size());
-    std::iota(order.begin(), order.end(), 0);
-    std::shuffle(order.begin(), order.end(), rng);
-    std::vector<std::shared_ptr<CollectingSink>> sinks(prompts.size()), others;
-    for (int i : order) {
-      Request other = GreedyRequest({int32_t(rng() % vocab), int32_t(rng() % vocab)}, 1 + rng() % 20);
-      other.sampling.temperature = 0.9f;
-      other.sampling.top_p = 0.9f;
-      other.sampling.seed = rng();
-      others.push_back(std::make_shared<CollectingSink>());
-      ASSERT_TRUE(t.engine->Submit(other, others.back()).ok());
-      sinks[i] = std::make_shared<CollectingSink>();
-      ASSERT_TRUE(t.engine->Submit(GreedyRequest(prompts[i], kNewTokens, true), sinks[i]).ok());
-    }
-    for (auto& s : others) ASSERT_TRUE(s->WaitDone());
-    for (size_t i = 0; i < prompts.size(); ++i) {
-      ASSERT_TRUE(sinks[i]->WaitDone());
-      ASSERT_TRUE(sinks[i]->status.ok()) << sinks[i]->status;
-      EXPECT_THAT(sinks[i]->tokens, ::testing::ElementsAreArray(alone[i]->tokens)) << "prompt " << i;
-      ASSERT_EQ(sinks[i]->logits.size(), alone[i]->logits.size());
-      for (size_t j = 0; j < sinks[i]->logits.size(); ++j) {
-        EXPECT_LT(MaxAbsDiff(sinks[i]->logits[j], alone[i]->logits[j]), 1e-4) << "prompt " << i << " step " << j;
-      }
-    }
-  }
+  ExpectBatchedEqualsAlone(*t.engine,
+                           FixtureAndRandomPrompts(GetParam(), 5, t.engine->info().vocab_size, 17),
+                           /*new_tokens=*/12, /*rounds=*/2, /*max_abs_error=*/1e-4f, /*seed=*/17);
 }
 
 TEST_P(CudaEngineTest, SeededSamplingIsDeterministic) {
