@@ -45,25 +45,34 @@ absl::StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(Backend& backen
   return runner;
 }
 
+void ModelRunner::HostStep::Clear() {
+  for (auto* v : {&prefills, &decodes, &ordered}) v->clear();
+  for (auto* v : {&tokens, &positions, &slots, &cu, &p_ctx, &d_ctx, &p_tables, &d_tables,
+                  &sample_rows, &top_k, &out_tokens}) {
+    v->clear();
+  }
+  for (auto* v : {&temperature, &top_p, &uniform}) v->clear();
+  capture.clear();
+}
+
 absl::StatusOr<StepResult> ModelRunner::Run(const ScheduleOutput& schedule,
                                             const Scheduler& scheduler,
                                             const std::function<SamplingRow(SeqId)>& sampling) {
+  step_.Clear();
+  auto& [prefills, decodes, ordered, tokens, positions, slots, cu, p_ctx, d_ctx, p_tables,
+         d_tables, sample_rows, top_k, out_tokens, temperature, top_p, uniform, capture] = step_;
   // Prefill chunks (more than one token) first, then one-token decodes.
-  std::vector<const ScheduledChunk*> prefills, decodes;
   for (const ScheduledChunk& c : schedule.chunks) (c.num_tokens > 1 ? prefills : decodes).push_back(&c);
-  std::vector<const ScheduledChunk*> ordered = prefills;
+  ordered.insert(ordered.end(), prefills.begin(), prefills.end());
   ordered.insert(ordered.end(), decodes.begin(), decodes.end());
+  cu.push_back(0);
 
   const int block_size = cache_.block_size();
-  std::vector<int32_t> tokens, positions, slots, cu{0}, p_ctx, d_ctx, sample_rows, top_k;
-  std::vector<float> temperature, top_p, uniform;
-  std::vector<bool> capture;
   StepResult result;
   int width = 1;  // block-table columns this step
   for (const ScheduledChunk* c : ordered) {
     width = std::max(width, (c->start + c->num_tokens + block_size - 1) / block_size);
   }
-  std::vector<int32_t> p_tables, d_tables;
   int prefill_tokens = 0, max_q = 0, p_max_ctx = 0, d_max_ctx = 0;
   for (const ScheduledChunk* c : ordered) {
     const Sequence* seq = scheduler.Get(c->seq_id);
@@ -131,7 +140,8 @@ absl::StatusOr<StepResult> ModelRunner::Run(const ScheduleOutput& schedule,
   SampleParams sp;
   sp.num_rows = s;
   sp.top_k = ints.Add(top_k, {s});
-  sp.out_tokens = ints.Add(std::vector<int32_t>(s, -1), {s});
+  out_tokens.assign(s, -1);
+  sp.out_tokens = ints.Add(out_tokens, {s});
   host_floats_.clear();
   float* fdev = static_cast<float*>(float_buffer_->data());
   sp.temperature = Tensor(fdev, DType::kFloat32, {s});

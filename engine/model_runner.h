@@ -53,6 +53,18 @@ class ModelRunner {
   DeviceBufferPtr float_buffer_;
   std::vector<int32_t> host_ints_;
   std::vector<float> host_floats_;
+
+  // Per-step host metadata, cleared each step: the vectors keep their
+  // capacity, so a step allocates nothing once the batch sizes have been seen.
+  struct HostStep {
+    std::vector<const ScheduledChunk*> prefills, decodes, ordered;
+    std::vector<int32_t> tokens, positions, slots, cu, p_ctx, d_ctx, p_tables, d_tables;
+    std::vector<int32_t> sample_rows, top_k, out_tokens;
+    std::vector<float> temperature, top_p, uniform;
+    std::vector<bool> capture;
+    void Clear();
+  };
+  HostStep step_;
 };
 
 }  // namespace kvserve
