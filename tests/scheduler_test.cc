@@ -209,9 +209,17 @@ TEST(SchedulerTest, AdmissionKeepsTheReserveOnlyWhileOthersRun) {
   h.RunTable({{{{1, 0, 16, true}}, {1}, {}, {1}, {}, 0, {1}}});
   h.Add(2, 4);
   h.Add(3, 4);
-  // 2 takes a block (3 free >= 1 + 0 reserve when alone); 3 would leave fewer
-  // than 2 free while 2 runs.
-  h.RunTable({{{{2, 0, 4, true}, {3, 0, 4, true}}, {2, 3}, {}, {2, 3}, {}, 2}});
+  h.Add(4, 4);
+  // 2 takes a block alone (no reserve); 3 takes one while 2 runs (1 + 2
+  // reserve <= 3 free); 4 is refused: 1 + 2 reserve > the 2 left.
+  h.RunTable({{{{2, 0, 4, true}, {3, 0, 4, true}}, {2, 3}, {}, {2, 3}, {4}, 2}});
+  // 3 finishes (3 free), but 2 grows into a second block first: 2 left, and 4
+  // still waits for the reserve.
+  h.scheduler().Remove(3);
+  h.RunTable({{{{2, 4, 1, true}}, {}, {}, {2}, {4}, 2}});
+  // Alone, 4 may use the reserve too.
+  h.scheduler().Remove(2);
+  h.RunTable({{{{4, 0, 4, true}}, {4}, {}, {4}, {}, 3}});
 }
 
 TEST(BlockManagerTest, AllocateAppendShareFree) {
