@@ -217,7 +217,7 @@ TEST(SchedulerTest, AdmissionKeepsTheReserveOnlyWhileOthersRun) {
   // still waits for the reserve.
   h.scheduler().Remove(3);
   h.RunTable({{{{2, 4, 1, true}}, {}, {}, {2}, {4}, 2}});
-  // Alone, 4 may use the reserve too.
+  // With 2 gone, 4 is admitted. (Step 1 showed a sequence alone using the reserve.)
   h.scheduler().Remove(2);
   h.RunTable({{{{4, 0, 4, true}}, {4}, {}, {4}, {}, 3}});
 }
