@@ -18,7 +18,7 @@
 #   ninja -C build kvserve kvserve-cli cuda_smoke_test cuda_ops_test cuda_attention_test \
 #     cuda_sample_test cuda_engine_test cuda_decode_bench kvserve-mkmodel kvserve-bench
 #   rm -rf .gpu && ../shared/gpu/bundle.sh .gpu build/server/kvserve build/client/kvserve-cli \
-#     build/engine/kvserve-mkmodel build/client/kvserve-bench \
+#     build/tools/kvserve-mkmodel build/client/kvserve-bench \
 #     build/tests/cuda_smoke_test build/tests/cuda_ops_test build/tests/cuda_attention_test \
 #     build/tests/cuda_sample_test build/tests/cuda_engine_test build/tests/bench/cuda_decode_bench
 # The bundle is about 90 MB (35 of them OpenBLAS); gzipped about 30 MB, which

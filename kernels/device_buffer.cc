@@ -1,6 +1,6 @@
 #include "kernels/device_buffer.h"
 
-#include "kernels/base/logging.h"
+#include "base/logging.h"
 
 namespace kvserve {
 

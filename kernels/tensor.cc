@@ -2,7 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "kernels/base/logging.h"
+#include "base/logging.h"
 
 namespace kvserve {
 

@@ -1,8 +1,8 @@
 #include "server/backend_factory.h"
 
 #include "absl/strings/str_cat.h"
-#include "kernels/base/logging.h"
-#include "kernels/base/status_macros.h"
+#include "base/logging.h"
+#include "base/status_macros.h"
 #include "kernels/cpu/cpu_backend.h"
 #if KVSERVE_WITH_CUDA
 #include "kernels/cuda/cuda_backend.h"

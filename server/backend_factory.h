@@ -5,8 +5,8 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "engine/engine_config.h"
-#include "engine/model_config.h"
+#include "engine/core/engine_config.h"
+#include "engine/model/model_config.h"
 #include "kernels/backend.h"
 
 namespace kvserve {

@@ -16,7 +16,7 @@
 #include <optional>
 #include <string>
 
-#include "engine/engine.h"
+#include "engine/core/engine.h"
 #include "kvserve/v1/inference.grpc.pb.h"
 #include "server/server_metrics.h"
 

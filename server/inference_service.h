@@ -2,7 +2,7 @@
 // enqueue and answer; generation runs on the engine thread.
 #pragma once
 
-#include "engine/engine.h"
+#include "engine/core/engine.h"
 #include "kvserve/v1/inference.grpc.pb.h"
 #include "server/server_metrics.h"
 

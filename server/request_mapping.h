@@ -5,8 +5,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "engine/engine.h"
-#include "engine/request.h"
+#include "engine/core/engine.h"
+#include "engine/core/request.h"
 #include "kvserve/v1/inference.pb.h"
 
 namespace kvserve {

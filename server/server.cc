@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
-#include "kernels/base/logging.h"
+#include "base/logging.h"
 
 namespace kvserve {
 namespace {

@@ -9,7 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "engine/engine.h"
+#include "engine/core/engine.h"
 #include "server/inference_service.h"
 #include "server/metrics_http.h"
 #include "server/server_metrics.h"

@@ -1,7 +1,7 @@
 #include "server/status_map.h"
 
 #include "absl/strings/ascii.h"
-#include "kernels/base/logging.h"
+#include "base/logging.h"
 
 namespace kvserve {
 

@@ -6,17 +6,18 @@
 #include <fstream>
 #include <random>
 
-#include "engine/checkpoint.h"
-#include "engine/default_model.h"
-#include "engine/model_presets.h"
-#include "engine/safetensors.h"
-#include "engine/safetensors_writer.h"
+#include "engine/loading/checkpoint.h"
+#include "engine/loading/default_model.h"
+#include "engine/loading/safetensors.h"
+#include "engine/model/llama_weights.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "tests/engine_test_util.h"
 #include "tests/golden_util.h"
 #include "tests/test_paths.h"
+#include "tools/model_presets.h"
+#include "tools/safetensors_writer.h"
 
 namespace kvserve {
 namespace {

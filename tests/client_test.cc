@@ -7,8 +7,8 @@
 #include <thread>
 
 #include "gtest/gtest.h"
-#include "tests/server_test_util.h"
 #include "kernels/cpu/cpu_backend.h"
+#include "tests/server_test_util.h"
 #include "tests/test_paths.h"
 
 namespace kvserve::testing {

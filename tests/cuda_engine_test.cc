@@ -14,9 +14,9 @@
 #include <numeric>
 #include <random>
 
+#include "engine/loading/default_model.h"
+#include "engine/loading/model_loader.h"
 #include "gmock/gmock.h"
-#include "engine/default_model.h"
-#include "engine/model_loader.h"
 #include "gtest/gtest.h"
 #include "kernels/cuda/device_info.h"
 #include "tests/batching_util.h"

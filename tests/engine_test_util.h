@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
-#include "engine/engine.h"
+#include "engine/core/engine.h"
 #include "prometheus/registry.h"
 
 namespace kvserve::testing {

@@ -3,9 +3,9 @@
 // characters and concatenate to exactly Decode(all ids).
 #include <random>
 
-#include "engine/detokenizer.h"
-#include "engine/hf_tokenizer.h"
-#include "engine/utf8.h"
+#include "engine/text/detokenizer.h"
+#include "engine/text/hf_tokenizer.h"
+#include "engine/text/utf8.h"
 #include "gtest/gtest.h"
 #include "tests/hf_tokenizer_test_util.h"
 

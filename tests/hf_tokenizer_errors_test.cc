@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
-#include "engine/hf_tokenizer.h"
+#include "engine/text/hf_tokenizer.h"
 #include "gtest/gtest.h"
 #include "tests/hf_tokenizer_test_util.h"
 

@@ -6,9 +6,9 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "engine/hf_tokenizer.h"
-#include "engine/tokenizer/pattern.h"
-#include "engine/utf8.h"
+#include "engine/text/hf/pattern.h"
+#include "engine/text/hf_tokenizer.h"
+#include "engine/text/utf8.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/hf_tokenizer_test_util.h"

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/hf_tokenizer.h"
+#include "engine/text/hf_tokenizer.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/test_paths.h"

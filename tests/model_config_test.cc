@@ -1,6 +1,6 @@
 // config.json as it exists in the wild (llama, mistral, qwen2; transformers 4
 // and 5 layouts), and clear errors naming the field for what kvserve refuses.
-#include "engine/model_config.h"
+#include "engine/model/model_config.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

@@ -4,9 +4,9 @@
 #include <numeric>
 #include <random>
 
-#include "engine/checkpoint.h"
-#include "engine/kv_cache.h"
-#include "engine/llama_model.h"
+#include "engine/kv/kv_cache.h"
+#include "engine/loading/checkpoint.h"
+#include "engine/model/llama_model.h"
 #include "gtest/gtest.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "tests/golden_util.h"
@@ -25,7 +25,7 @@ class PromptRunner {
     auto model = LlamaModel::Create(config_, **checkpoint, backend_, kMaxTokens, kMaxTokens);
     EXPECT_TRUE(model.ok()) << model.status();
     model_ = *std::move(model);
-    auto cache = KvCache::Create(backend_, config_, kMaxTokens / kBlockSize, kBlockSize);
+    auto cache = KvCache::Create(backend_, config_.kv_cache_shape(), kMaxTokens / kBlockSize, kBlockSize);
     EXPECT_TRUE(cache.ok()) << cache.status();
     cache_ = *std::move(cache);
   }

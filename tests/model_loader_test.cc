@@ -2,7 +2,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "engine/model_loader.h"
+#include "engine/loading/model_loader.h"
 #include "gtest/gtest.h"
 #include "tests/hf_tokenizer_test_util.h"
 #include "tests/test_paths.h"

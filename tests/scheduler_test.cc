@@ -1,7 +1,7 @@
 // The scheduler alone (no model), step by step: each row of a table is one
 // Schedule() call and the state expected after it. A step "runs" by
 // appending a token to every sequence whose chunk samples.
-#include "engine/scheduler.h"
+#include "engine/core/scheduler.h"
 
 #include <deque>
 

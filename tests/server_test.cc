@@ -5,10 +5,10 @@
 #include <thread>
 
 #include "absl/strings/match.h"
+#include "engine/text/utf8.h"
 #include "gmock/gmock.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "gtest/gtest.h"
-#include "engine/utf8.h"
 #include "tests/golden_util.h"
 #include "tests/server_test_util.h"
 #include "tests/test_paths.h"

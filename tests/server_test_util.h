@@ -6,7 +6,7 @@
 #include <string>
 
 #include "client/client.h"
-#include "engine/engine.h"
+#include "engine/core/engine.h"
 #include "prometheus/registry.h"
 #include "server/server.h"
 

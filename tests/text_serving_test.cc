@@ -6,13 +6,13 @@
 #include <filesystem>
 #include <fstream>
 
-#include "engine/checkpoint.h"
-#include "engine/default_model.h"
-#include "engine/model_presets.h"
-#include "engine/safetensors_writer.h"
+#include "engine/loading/checkpoint.h"
+#include "engine/loading/default_model.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/server_test_util.h"
+#include "tools/model_presets.h"
+#include "tools/safetensors_writer.h"
 
 namespace kvserve::testing {
 namespace {

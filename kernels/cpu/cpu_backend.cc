@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "kernels/base/status_macros.h"
+#include "base/status_macros.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/op_checks.h"
 

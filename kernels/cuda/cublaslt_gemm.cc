@@ -4,8 +4,8 @@
 #include <cstdint>
 
 #include "absl/strings/str_cat.h"
-#include "kernels/base/logging.h"
-#include "kernels/base/status_macros.h"
+#include "base/logging.h"
+#include "base/status_macros.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/elementwise.h"
 

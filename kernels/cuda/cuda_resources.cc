@@ -3,7 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "kernels/base/logging.h"
+#include "base/logging.h"
 #include "kernels/cuda/cuda_check.h"
 
 namespace kvserve::cuda {

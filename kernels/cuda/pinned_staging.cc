@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "kernels/base/status_macros.h"
+#include "base/status_macros.h"
 #include "kernels/cuda/cuda_check.h"
 
 namespace kvserve::cuda {

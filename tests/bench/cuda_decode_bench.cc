@@ -28,14 +28,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
-#include "engine/default_model.h"
-#include "engine/model_presets.h"
-#include "engine/engine.h"
+#include "engine/core/engine.h"
+#include "engine/loading/default_model.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/device_info.h"
 #include "nlohmann/json.hpp"
 #include "prometheus/registry.h"
 #include "tests/bench/decode_bench_util.h"
+#include "tools/model_presets.h"
 
 ABSL_FLAG(std::string, batches, "1,32", "Batch sizes to measure, comma separated.");
 ABSL_FLAG(int, prompt, 128, "Prompt tokens per request.");

@@ -10,7 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "engine/engine.h"
+#include "engine/core/engine.h"
 
 namespace kvserve::bench {
 

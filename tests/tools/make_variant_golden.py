@@ -7,7 +7,7 @@ scaling), in the format of tests/data/*/golden.json (see FIXTURES.md).
 Run once, by hand, where torch and transformers are installed (never in CI,
 never at serving time):
 
-    build/engine/kvserve-mkmodel --preset tiny-qwen2 --dtype float32 --shard_size_mb 0 \
+    build/tools/kvserve-mkmodel --preset tiny-qwen2 --dtype float32 --shard_size_mb 0 \
         --out tests/data/tiny-qwen2
     python3 tests/tools/make_variant_golden.py tests/data/tiny-qwen2
 

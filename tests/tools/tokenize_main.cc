@@ -8,7 +8,7 @@
 #include <iostream>
 #include <string>
 
-#include "engine/hf_tokenizer.h"
+#include "engine/text/hf_tokenizer.h"
 #include "nlohmann/json.hpp"
 
 namespace {

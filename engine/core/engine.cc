@@ -1,0 +1,380 @@
+#include "engine/core/engine.h"
+
+#include <algorithm>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "base/logging.h"
+#include "base/status_macros.h"
+#include "engine/core/request_validation.h"
+#include "engine/model/model_registry.h"
+#include "engine/text/detokenizer.h"
+
+namespace kvserve {
+
+// Engine-thread state of one request, beside its Sequence in the scheduler.
+struct ActiveRequest {
+  SeqId id = 0;
+  Request request;
+  std::shared_ptr<RequestSink> sink;
+  uint32_t max_new_tokens = 0;
+  std::mt19937_64 rng;  // fully specified by the standard: same seed, same draws everywhere
+  std::unique_ptr<IncrementalDetokenizer> detokenizer;  // null without a tokenizer
+  std::unique_ptr<StopStringMatcher> stops;
+  absl::Time arrival;
+  absl::Time last_token;
+  bool admitted_once = false;
+  uint32_t num_generated = 0;
+};
+
+namespace {
+
+// Device memory the KV pool leaves free for what is allocated after it: the
+// step metadata, the decode split workspace, allocator rounding.
+constexpr size_t kGpuHeadroomBytes = size_t(256) << 20;
+
+// A cancel this close to the deadline is taken to be the deadline's.
+constexpr absl::Duration kDeadlineCancelSlack = absl::Milliseconds(100);
+
+float UniformFloat(std::mt19937_64& rng) {
+  return static_cast<float>(rng() >> 40) * (1.0f / 16777216.0f);  // 24 bits: [0, 1)
+}
+
+bool Contains(const std::vector<int32_t>& ids, int32_t id) {
+  return std::find(ids.begin(), ids.end(), id) != ids.end();
+}
+
+}  // namespace
+
+Engine::Engine(const EngineConfig& config, ModelSource model, std::unique_ptr<Backend> backend,
+               prometheus::Registry& registry)
+    : config_(config), source_(std::move(model)), backend_(std::move(backend)), metrics_(registry) {}
+
+absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineConfig& config,
+                                                       ModelSource model,
+                                                       std::unique_ptr<Backend> backend,
+                                                       prometheus::Registry& registry) {
+  RETURN_IF_ERROR(config.Validate());
+  std::unique_ptr<Engine> engine(new Engine(config, std::move(model), std::move(backend), registry));
+  RETURN_IF_ERROR(engine->Initialize());
+  engine->thread_ = std::thread([e = engine.get()] { e->Loop(); });
+  return engine;
+}
+
+absl::Status Engine::Initialize() {
+  const ModelConfig& mc = source_.config;
+  const absl::Time start = absl::Now();
+  ASSIGN_OR_RETURN(model_, CreateModel(mc, *source_.weights, *backend_,
+                                              config_.max_num_batched_tokens, config_.max_num_seqs));
+  source_.weights.reset();  // weights are on the device now; unmap the checkpoint
+
+  const size_t block_bytes = KvCache::BytesPerBlock(mc.kv_cache_shape(), config_.block_size, backend_->compute_dtype());
+  const int blocks_per_full_seq = (mc.max_context + config_.block_size - 1) / config_.block_size;
+  int num_blocks = config_.num_kv_blocks;
+  if (num_blocks == 0) {
+    // As many as the budget allows, but no more than every running sequence
+    // at full context could use.
+    ASSIGN_OR_RETURN(const size_t budget, KvCacheBudget(block_bytes));
+    const int64_t by_budget = static_cast<int64_t>(budget / block_bytes);
+    const int64_t useful = int64_t(config_.max_num_seqs) * blocks_per_full_seq;
+    num_blocks = static_cast<int>(std::max<int64_t>(1, std::min(by_budget, useful)));
+  }
+  ASSIGN_OR_RETURN(kv_cache_, KvCache::Create(*backend_, mc.kv_cache_shape(), num_blocks, config_.block_size));
+  blocks_ = std::make_unique<BlockManager>(num_blocks, config_.block_size);
+  SchedulerConfig sc;
+  sc.max_num_seqs = config_.max_num_seqs;
+  sc.max_num_batched_tokens = config_.max_num_batched_tokens;
+  sc.admission_reserve_blocks = static_cast<int>(num_blocks * config_.admission_reserve_fraction);
+  scheduler_ = std::make_unique<Scheduler>(sc, *blocks_);
+  ASSIGN_OR_RETURN(runner_, ModelRunner::Create(*backend_, *model_, *kv_cache_,
+                                                config_.max_num_batched_tokens, config_.max_num_seqs));
+
+  info_.model_name = source_.name;
+  info_.architecture = mc.architecture.empty() ? "LlamaForCausalLM" : mc.architecture;
+  info_.vocab_size = mc.vocab_size;
+  info_.max_context = mc.max_context;
+  info_.eos_token_ids = mc.eos_token_ids;
+  info_.bos_token_id = mc.bos_token_id;
+  info_.kv_block_size = config_.block_size;
+  info_.kv_num_blocks = num_blocks;
+  info_.has_tokenizer = source_.tokenizer != nullptr;
+  info_.device = backend_->name();
+  info_.dtype = std::string(DTypeName(backend_->compute_dtype()));
+  info_.default_max_new_tokens = config_.default_max_new_tokens;
+  metrics_.kv_blocks_total.Set(num_blocks);
+
+  KV_LOG(INFO) << "model " << info_.model_name << ": " << mc.num_layers << " layers, hidden "
+               << mc.hidden_size << ", heads " << mc.num_heads << "/" << mc.num_kv_heads << " x "
+               << mc.head_dim << ", vocab " << mc.vocab_size << ", context " << mc.max_context
+               << "; weights " << model_->weight_bytes() / (1 << 20) << " MiB "
+               << info_.dtype << " on " << info_.device << ", loaded in "
+               << absl::ToDoubleSeconds(absl::Now() - start) << " s";
+  KV_LOG(INFO) << "KV cache: " << num_blocks << " blocks of " << config_.block_size
+               << " tokens = " << int64_t(num_blocks) * config_.block_size << " tokens, "
+               << kv_cache_->bytes() / (1 << 20) << " MiB; workspace "
+               << model_->workspace_bytes() / (1 << 20) << " MiB";
+  return absl::OkStatus();
+}
+
+// On the CPU, the configured budget. On a device that reports its memory,
+// what --gpu_memory_utilization of it leaves once everything allocated so
+// far (weights, workspace, the runtime's own context, other processes) is
+// counted: the weights are on the device already when this runs.
+absl::StatusOr<size_t> Engine::KvCacheBudget(size_t block_bytes) {
+  absl::StatusOr<DeviceMemoryInfo> memory = backend_->MemoryInfo();
+  if (absl::IsUnimplemented(memory.status())) return config_.kv_cache_bytes;
+  if (!memory.ok()) return memory.status();
+  constexpr int64_t kMiB = 1 << 20;
+  const int64_t total = static_cast<int64_t>(memory->total_bytes);
+  const int64_t used = total - static_cast<int64_t>(memory->free_bytes);
+  const int64_t allowed = static_cast<int64_t>(config_.gpu_memory_utilization * static_cast<double>(total));
+  const int64_t budget = allowed - used - static_cast<int64_t>(kGpuHeadroomBytes);
+  const int64_t weights = static_cast<int64_t>(model_->weight_bytes());
+  const int64_t workspace = static_cast<int64_t>(model_->workspace_bytes());
+  KV_LOG(INFO) << backend_->name() << " memory: " << total / kMiB << " MiB total, "
+               << config_.gpu_memory_utilization << " of it = " << allowed / kMiB << " MiB; in use "
+               << used / kMiB << " MiB (weights " << weights / kMiB << ", workspace "
+               << workspace / kMiB << ", runtime and other processes "
+               << (used - weights - workspace) / kMiB << "); headroom "
+               << kGpuHeadroomBytes / kMiB << " MiB; KV cache budget "
+               << std::max<int64_t>(budget, 0) / kMiB << " MiB";
+  if (budget < static_cast<int64_t>(block_bytes)) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "--gpu_memory_utilization ", config_.gpu_memory_utilization, " allows ", allowed / kMiB,
+        " MiB of the device's ", total / kMiB, " MiB, but ", used / kMiB,
+        " MiB are in use already (weights ", weights / kMiB, " MiB, workspace ", workspace / kMiB,
+        " MiB) and ", kGpuHeadroomBytes / kMiB,
+        " MiB are kept free: no room for one KV block; raise it or set --num_kv_blocks"));
+  }
+  return static_cast<size_t>(budget);
+}
+
+Engine::~Engine() { Stop(); }
+
+void Engine::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Engine::Wake() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    wake_ = true;
+  }
+  cv_.notify_all();
+}
+
+absl::Status Engine::Submit(Request request, std::shared_ptr<RequestSink> sink) {
+  RETURN_IF_ERROR(ValidateRequest(request, info_));
+  auto req = std::make_unique<ActiveRequest>();
+  req->max_new_tokens = EffectiveMaxNewTokens(request, info_);
+  const uint64_t seed = request.sampling.seed.value_or(
+      (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}() ^
+      (config_.seed + unseeded_counter_.fetch_add(1)));
+  req->rng.seed(seed);
+  if (source_.tokenizer) {
+    req->detokenizer = std::make_unique<IncrementalDetokenizer>(*source_.tokenizer);
+    req->stops = std::make_unique<StopStringMatcher>(request.stopping.stop);
+  }
+  req->arrival = absl::Now();
+  req->request = std::move(request);
+  req->sink = std::move(sink);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return absl::UnavailableError("the server is shutting down");
+    const int limit = config_.max_num_seqs + config_.max_queued_requests;
+    if (live_requests_.load() >= limit) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "server busy: ", limit, " requests in flight (--max_num_seqs + --max_queued_requests)"));
+    }
+    live_requests_.fetch_add(1);
+    submitted_.push_back(std::move(req));
+  }
+  cv_.notify_all();
+  return absl::OkStatus();
+}
+
+void Engine::Loop() {
+  for (;;) {
+    std::vector<std::unique_ptr<ActiveRequest>> submitted;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] {
+        return stopping_ || wake_ || !submitted_.empty() || scheduler_->HasWork();
+      });
+      if (stopping_) break;
+      wake_ = false;
+      submitted.swap(submitted_);
+    }
+    AdmitSubmitted(std::move(submitted));
+    AbortCancelledAndExpired();
+    if (scheduler_->HasWork()) Step();
+    UpdateGauges();
+  }
+  // Shutdown: nothing may be left without an end.
+  std::vector<std::unique_ptr<ActiveRequest>> submitted;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    submitted.swap(submitted_);
+  }
+  AdmitSubmitted(std::move(submitted));
+  while (!active_.empty()) Abort(*active_.begin()->second, absl::UnavailableError("the server is shutting down"));
+  UpdateGauges();
+}
+
+void Engine::AdmitSubmitted(std::vector<std::unique_ptr<ActiveRequest>> submitted) {
+  for (auto& req : submitted) {
+    req->id = next_seq_id_++;
+    scheduler_->Add(std::make_unique<Sequence>(req->id, req->request.prompt));
+    active_.emplace(req->id, std::move(req));
+  }
+}
+
+void Engine::AbortCancelledAndExpired() {
+  const absl::Time now = absl::Now();
+  std::vector<std::pair<ActiveRequest*, absl::Status>> doomed;
+  for (auto& [id, req] : active_) {
+    // The deadline first: gRPC also cancels a call whose deadline passed, and
+    // the client's own timer may cancel it a moment before the server's
+    // clock reaches the deadline (gRPC does not say why a call was cancelled).
+    const bool cancelled = req->sink->IsCancelled();
+    if (now >= req->request.deadline ||
+        (cancelled && req->request.deadline - now < kDeadlineCancelSlack)) {
+      doomed.emplace_back(req.get(), absl::DeadlineExceededError(absl::StrCat(
+                                         "deadline exceeded after ",
+                                         absl::ToInt64Milliseconds(now - req->arrival), " ms")));
+    } else if (cancelled) {
+      doomed.emplace_back(req.get(), absl::CancelledError("request cancelled by the client"));
+    }
+  }
+  for (auto& [req, status] : doomed) Abort(*req, status);
+}
+
+void Engine::Step() {
+  ScheduleOutput schedule = scheduler_->Schedule();
+  if (schedule.empty()) {
+    // Cannot happen while the pool fits every validated request; do not spin.
+    KV_LOG(ERROR) << "scheduler produced an empty step with " << scheduler_->num_waiting()
+                  << " waiting and " << scheduler_->num_running() << " running";
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    return;
+  }
+  metrics_.preemptions_total.Increment(static_cast<double>(schedule.preempted.size()));
+  UpdateGauges();  // blocks were just allocated: record the high-water mark
+  const absl::Time now = absl::Now();
+  for (SeqId id : schedule.admitted) {
+    ActiveRequest& req = *active_.at(id);
+    if (req.admitted_once) continue;  // re-admitted after preemption
+    req.admitted_once = true;
+    metrics_.queue_time.Observe(absl::ToDoubleSeconds(now - req.arrival));
+    metrics_.prompt_tokens_total.Increment(static_cast<double>(req.request.prompt.size()));
+  }
+  auto result = runner_->Run(schedule, *scheduler_, [&](SeqId id) {
+    ActiveRequest& req = *active_.at(id);
+    const SamplingOptions& s = req.request.sampling;
+    return SamplingRow{s.temperature, s.top_k, s.top_p, UniformFloat(req.rng),
+                       req.request.capture_logits};
+  });
+  if (!result.ok()) {
+    KV_LOG(ERROR) << "model step failed: " << result.status();
+    for (const ScheduledChunk& chunk : schedule.chunks) {
+      if (auto it = active_.find(chunk.seq_id); it != active_.end()) {
+        Abort(*it->second, absl::InternalError(absl::StrCat("model step failed: ",
+                                                            result.status().message())));
+      }
+    }
+    return;
+  }
+  metrics_.steps_total.Increment();
+  metrics_.step_tokens.Observe(result->num_tokens);
+  for (size_t i = 0; i < result->seq_ids.size(); ++i) {
+    const SeqId id = result->seq_ids[i];
+    scheduler_->AppendToken(id, result->tokens[i]);
+    std::vector<float> logits;
+    if (!result->logits.empty()) logits = std::move(result->logits[i]);
+    ProcessToken(*active_.at(id), result->tokens[i], std::move(logits));
+  }
+}
+
+void Engine::ProcessToken(ActiveRequest& req, int32_t token, std::vector<float> logits) {
+  const absl::Time now = absl::Now();
+  ++req.num_generated;
+  metrics_.generation_tokens_total.Increment();
+  if (req.num_generated == 1) {
+    metrics_.time_to_first_token.Observe(absl::ToDoubleSeconds(now - req.arrival));
+  } else {
+    metrics_.inter_token_latency.Observe(absl::ToDoubleSeconds(now - req.last_token));
+  }
+  req.last_token = now;
+
+  const StoppingOptions& stopping = req.request.stopping;
+  FinishReason reason = FinishReason::kNone;
+  if (!stopping.ignore_eos && Contains(info_.eos_token_ids, token)) {
+    reason = FinishReason::kEos;
+  } else if (Contains(stopping.stop_token_ids, token)) {
+    reason = FinishReason::kStop;
+  }
+  std::string text;
+  if (req.detokenizer) {
+    text = req.stops->Feed(req.detokenizer->Append(token));
+    if (req.stops->stopped()) reason = FinishReason::kStop;
+  }
+  if (reason == FinishReason::kNone && req.num_generated >= req.max_new_tokens) {
+    reason = FinishReason::kLength;
+  }
+  if (reason != FinishReason::kNone && req.detokenizer && !req.stops->stopped()) {
+    // Release what was held back: the last partial character, a partial stop string.
+    text += req.stops->Feed(req.detokenizer->Finish());
+    if (req.stops->stopped()) {
+      reason = FinishReason::kStop;
+    } else {
+      text += req.stops->Flush();
+    }
+  }
+
+  RequestOutput out;
+  out.token_ids.push_back(token);
+  out.text = std::move(text);
+  out.finish_reason = reason;
+  out.prompt_tokens = static_cast<uint32_t>(req.request.prompt.size());
+  out.completion_tokens = req.num_generated;
+  if (req.request.capture_logits) out.logits.push_back(std::move(logits));
+  if (reason == FinishReason::kNone) {
+    req.sink->OnOutput(std::move(out));
+    return;
+  }
+  metrics_.e2e_latency.Observe(absl::ToDoubleSeconds(now - req.arrival));
+  // Free the blocks before the client can see the end.
+  std::shared_ptr<RequestSink> sink = Release(req.id);
+  sink->OnOutput(std::move(out));
+}
+
+void Engine::Abort(ActiveRequest& req, absl::Status status) {
+  std::shared_ptr<RequestSink> sink = Release(req.id);
+  sink->OnAbort(std::move(status));
+}
+
+std::shared_ptr<RequestSink> Engine::Release(SeqId id) {
+  auto it = active_.find(id);
+  std::shared_ptr<RequestSink> sink = std::move(it->second->sink);
+  scheduler_->Remove(id);
+  active_.erase(it);
+  live_requests_.fetch_sub(1);
+  UpdateGauges();
+  return sink;
+}
+
+void Engine::UpdateGauges() {
+  const int used = blocks_->num_used_blocks();
+  used_blocks_.store(used);
+  metrics_.kv_blocks_used.Set(used);
+  if (used > metrics_.kv_blocks_used_peak.Value()) metrics_.kv_blocks_used_peak.Set(used);
+  metrics_.requests_running.Set(scheduler_->num_running());
+  metrics_.requests_waiting.Set(scheduler_->num_waiting());
+}
+
+}  // namespace kvserve

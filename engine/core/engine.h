@@ -1,0 +1,106 @@
+// The serving core. One engine thread owns the scheduler, the KV cache and the
+// model, and loops: take new requests → drop cancelled and expired ones →
+// schedule → run the model → sample → hand outputs to each request's sink. It
+// never blocks on the network: sinks only queue.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/core/engine_config.h"
+#include "engine/core/engine_metrics.h"
+#include "engine/core/model_info.h"
+#include "engine/core/model_runner.h"
+#include "engine/core/request.h"
+#include "engine/core/scheduler.h"
+#include "engine/kv/block_manager.h"
+#include "engine/kv/kv_cache.h"
+#include "engine/loading/model_loader.h"
+#include "engine/model/model.h"
+#include "engine/text/tokenizer.h"
+#include "kernels/backend.h"
+
+namespace kvserve {
+
+struct ActiveRequest;
+
+class Engine {
+ public:
+  /// Loads the model onto `backend`, sizes the KV pool and starts the engine
+  /// thread. `registry` receives the engine's metrics.
+  static absl::StatusOr<std::unique_ptr<Engine>> Create(const EngineConfig& config,
+                                                        ModelSource model,
+                                                        std::unique_ptr<Backend> backend,
+                                                        prometheus::Registry& registry);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  /// Validates and queues a request. Errors: INVALID_ARGUMENT (bad request),
+  /// RESOURCE_EXHAUSTED (queue full), UNAVAILABLE (stopping). On OK the sink
+  /// will see the request end, one way or another.
+  absl::Status Submit(Request request, std::shared_ptr<RequestSink> sink);
+  /// Wakes the engine thread so it notices a cancelled sink promptly.
+  void Wake();
+  /// Aborts every request with UNAVAILABLE and joins the engine thread.
+  void Stop();
+
+  const ModelInfo& info() const { return info_; }
+  /// Null when the model has no tokenizer.
+  const Tokenizer* tokenizer() const { return source_.tokenizer.get(); }
+  /// Requests submitted and not yet ended.
+  int num_live_requests() const { return live_requests_.load(); }
+  /// KV blocks held right now (read from the engine's last update).
+  int num_used_blocks() const { return used_blocks_.load(); }
+
+ private:
+  Engine(const EngineConfig& config, ModelSource model, std::unique_ptr<Backend> backend,
+         prometheus::Registry& registry);
+  absl::Status Initialize();
+  /// Bytes the KV pool may take when --num_kv_blocks is 0 (see engine.cc).
+  absl::StatusOr<size_t> KvCacheBudget(size_t block_bytes);
+  void Loop();
+  void AdmitSubmitted(std::vector<std::unique_ptr<ActiveRequest>> submitted);
+  void AbortCancelledAndExpired();
+  void Step();
+  void ProcessToken(ActiveRequest& req, int32_t token, std::vector<float> logits);
+  void Abort(ActiveRequest& req, absl::Status status);
+  /// Frees the request's blocks and forgets it; returns its sink for the last call.
+  std::shared_ptr<RequestSink> Release(SeqId id);
+  void UpdateGauges();
+
+  EngineConfig config_;
+  ModelSource source_;
+  std::unique_ptr<Backend> backend_;
+  EngineMetrics metrics_;
+  ModelInfo info_;
+
+  std::unique_ptr<Model> model_;
+  std::unique_ptr<KvCache> kv_cache_;
+  std::unique_ptr<BlockManager> blocks_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<ModelRunner> runner_;
+
+  // Engine-thread state.
+  std::map<SeqId, std::unique_ptr<ActiveRequest>> active_;
+  SeqId next_seq_id_ = 1;
+
+  // Shared with submitting threads.
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::unique_ptr<ActiveRequest>> submitted_;  // guarded by mu_
+  bool stopping_ = false;                                  // guarded by mu_
+  bool wake_ = false;                                      // guarded by mu_
+  std::atomic<int> live_requests_{0};
+  std::atomic<int> used_blocks_{0};
+  std::atomic<uint64_t> unseeded_counter_{0};
+  std::thread thread_;
+};
+
+}  // namespace kvserve

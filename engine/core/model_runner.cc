@@ -1,0 +1,185 @@
+#include "engine/core/model_runner.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+
+namespace kvserve {
+namespace {
+
+// Appends int32 arrays into one host vector and hands out device views at
+// the same offsets, so that one copy moves all of them.
+class IntPacker {
+ public:
+  IntPacker(std::vector<int32_t>& host, void* device) : host_(host), device_(device) { host_.clear(); }
+  Tensor Add(const std::vector<int32_t>& values, std::initializer_list<int64_t> shape) {
+    Tensor t(static_cast<int32_t*>(device_) + host_.size(), DType::kInt32, shape);
+    host_.insert(host_.end(), values.begin(), values.end());
+    return t;
+  }
+
+ private:
+  std::vector<int32_t>& host_;
+  void* device_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(Backend& backend,
+                                                                 Model& model, KvCache& cache,
+                                                                 int max_tokens, int max_seqs) {
+  std::unique_ptr<ModelRunner> runner(new ModelRunner(backend, model, cache));
+  runner->max_tokens_ = max_tokens;
+  runner->max_seqs_ = max_seqs;
+  runner->max_blocks_per_seq_ =
+      (model.config().max_context + cache.block_size() - 1) / cache.block_size();
+  // tokens, positions, slots; cu_seqlens, 2 × context lens, 2 × block tables;
+  // sample rows, top_k, out tokens.
+  const size_t ints = 3 * size_t(max_tokens) + 3 * size_t(max_seqs) + 1 +
+                      2 * size_t(max_seqs) * runner->max_blocks_per_seq_ + 3 * size_t(max_seqs);
+  ASSIGN_OR_RETURN(runner->int_buffer_, backend.Allocate(ints * sizeof(int32_t)));
+  ASSIGN_OR_RETURN(runner->float_buffer_, backend.Allocate(3 * size_t(max_seqs) * sizeof(float)));
+  runner->host_ints_.reserve(ints);
+  runner->host_floats_.reserve(3 * size_t(max_seqs));
+  return runner;
+}
+
+void ModelRunner::HostStep::Clear() {
+  for (auto* v : {&prefills, &decodes, &ordered}) v->clear();
+  for (auto* v : {&tokens, &positions, &slots, &cu, &p_ctx, &d_ctx, &p_tables, &d_tables,
+                  &sample_rows, &top_k, &out_tokens}) {
+    v->clear();
+  }
+  for (auto* v : {&temperature, &top_p, &uniform}) v->clear();
+  capture.clear();
+}
+
+absl::StatusOr<StepResult> ModelRunner::Run(const ScheduleOutput& schedule,
+                                            const Scheduler& scheduler,
+                                            const std::function<SamplingRow(SeqId)>& sampling) {
+  step_.Clear();
+  auto& [prefills, decodes, ordered, tokens, positions, slots, cu, p_ctx, d_ctx, p_tables,
+         d_tables, sample_rows, top_k, out_tokens, temperature, top_p, uniform, capture] = step_;
+  // Prefill chunks (more than one token) first, then one-token decodes.
+  for (const ScheduledChunk& c : schedule.chunks) (c.num_tokens > 1 ? prefills : decodes).push_back(&c);
+  ordered.insert(ordered.end(), prefills.begin(), prefills.end());
+  ordered.insert(ordered.end(), decodes.begin(), decodes.end());
+  cu.push_back(0);
+
+  const int block_size = cache_.block_size();
+  StepResult result;
+  int width = 1;  // block-table columns this step
+  for (const ScheduledChunk* c : ordered) {
+    width = std::max(width, (c->start + c->num_tokens + block_size - 1) / block_size);
+  }
+  int prefill_tokens = 0, max_q = 0, p_max_ctx = 0, d_max_ctx = 0;
+  for (const ScheduledChunk* c : ordered) {
+    const Sequence* seq = scheduler.Get(c->seq_id);
+    if (seq == nullptr) return absl::InternalError(absl::StrCat("scheduled unknown sequence ", c->seq_id));
+    const int context = c->start + c->num_tokens;
+    for (int pos = c->start; pos < context; ++pos) {
+      tokens.push_back(seq->tokens[pos]);
+      positions.push_back(pos);
+      slots.push_back(seq->block_table[pos / block_size] * block_size + pos % block_size);
+    }
+    const bool is_prefill = c->num_tokens > 1;
+    std::vector<int32_t>& tables = is_prefill ? p_tables : d_tables;
+    const size_t row = tables.size();
+    tables.resize(row + width, 0);
+    std::copy_n(seq->block_table.begin(), std::min<size_t>(seq->block_table.size(), width),
+                tables.begin() + row);
+    if (is_prefill) {
+      prefill_tokens += c->num_tokens;
+      cu.push_back(prefill_tokens);
+      p_ctx.push_back(context);
+      max_q = std::max(max_q, c->num_tokens);
+      p_max_ctx = std::max(p_max_ctx, context);
+    } else {
+      d_ctx.push_back(context);
+      d_max_ctx = std::max(d_max_ctx, context);
+    }
+    if (c->samples) {
+      const SamplingRow s = sampling(c->seq_id);
+      sample_rows.push_back(static_cast<int32_t>(tokens.size()) - 1);
+      temperature.push_back(s.temperature);
+      top_k.push_back(s.top_k);
+      top_p.push_back(s.top_p);
+      uniform.push_back(s.uniform);
+      capture.push_back(s.capture_logits);
+      result.seq_ids.push_back(c->seq_id);
+    }
+  }
+  const int t = static_cast<int>(tokens.size());
+  const int bp = static_cast<int>(prefills.size()), bd = static_cast<int>(decodes.size());
+  const int s = static_cast<int>(sample_rows.size());
+  if (t > max_tokens_ || bp + bd > max_seqs_ || width > max_blocks_per_seq_) {
+    return absl::InternalError(absl::StrCat("step of ", t, " tokens, ", bp + bd,
+                                            " sequences exceeds the runner's limits"));
+  }
+
+  StepBatch b;
+  b.num_tokens = t;
+  b.num_prefill_tokens = prefill_tokens;
+  b.num_prefill_seqs = bp;
+  b.num_decode_seqs = bd;
+  b.num_samples = s;
+  b.prefill_max_q_len = max_q;
+  b.prefill_max_context = p_max_ctx;
+  b.decode_max_context = d_max_ctx;
+  IntPacker ints(host_ints_, int_buffer_->data());
+  b.token_ids = ints.Add(tokens, {t});
+  b.positions = ints.Add(positions, {t});
+  b.slot_mapping = ints.Add(slots, {t});
+  b.prefill_cu_seqlens = ints.Add(cu, {bp + 1});
+  b.prefill_context_lens = ints.Add(p_ctx, {bp});
+  b.prefill_block_tables = ints.Add(p_tables, {bp, width});
+  b.decode_context_lens = ints.Add(d_ctx, {bd});
+  b.decode_block_tables = ints.Add(d_tables, {bd, width});
+  b.sample_rows = ints.Add(sample_rows, {s});
+  SampleParams sp;
+  sp.num_rows = s;
+  sp.top_k = ints.Add(top_k, {s});
+  out_tokens.assign(s, -1);
+  sp.out_tokens = ints.Add(out_tokens, {s});
+  host_floats_.clear();
+  float* fdev = static_cast<float*>(float_buffer_->data());
+  sp.temperature = Tensor(fdev, DType::kFloat32, {s});
+  sp.top_p = Tensor(fdev + s, DType::kFloat32, {s});
+  sp.uniform = Tensor(fdev + 2 * s, DType::kFloat32, {s});
+  host_floats_.insert(host_floats_.end(), temperature.begin(), temperature.end());
+  host_floats_.insert(host_floats_.end(), top_p.begin(), top_p.end());
+  host_floats_.insert(host_floats_.end(), uniform.begin(), uniform.end());
+  RETURN_IF_ERROR(backend_.CopyToDevice(host_ints_.data(), host_ints_.size() * sizeof(int32_t),
+                                        int_buffer_->data()));
+  RETURN_IF_ERROR(backend_.CopyToDevice(host_floats_.data(), host_floats_.size() * sizeof(float),
+                                        float_buffer_->data()));
+
+  ASSIGN_OR_RETURN(Tensor logits, model_.Forward(b, cache_));
+  result.num_tokens = t;
+  if (s == 0) {
+    // No sampled ids to copy back, so nothing below would wait for the step.
+    // On an asynchronous backend a kernel's data error (bad block id, slot)
+    // surfaces at the next synchronization: take it here, so that it fails
+    // this step's requests and not the next step's.
+    RETURN_IF_ERROR(backend_.Synchronize());
+    return result;
+  }
+  sp.logits = logits;
+  RETURN_IF_ERROR(backend_.Sample(sp));
+  result.tokens.resize(s);
+  RETURN_IF_ERROR(backend_.CopyToHost(sp.out_tokens.data, s * sizeof(int32_t), result.tokens.data()));
+  if (std::find(capture.begin(), capture.end(), true) != capture.end()) {
+    const int64_t vocab = logits.dim(1);
+    result.logits.resize(s);
+    for (int i = 0; i < s; ++i) {
+      if (!capture[i]) continue;
+      result.logits[i].resize(vocab);
+      RETURN_IF_ERROR(backend_.CopyToHost(logits.Rows(i, 1).data, vocab * sizeof(float),
+                                          result.logits[i].data()));
+    }
+  }
+  return result;
+}
+
+}  // namespace kvserve

@@ -1,0 +1,132 @@
+#include "engine/core/scheduler.h"
+
+#include <algorithm>
+
+#include "base/logging.h"
+
+namespace kvserve {
+
+Scheduler::Scheduler(const SchedulerConfig& config, BlockManager& blocks)
+    : config_(config), blocks_(blocks) {
+  KV_CHECK(config.max_num_seqs > 0 && config.max_num_batched_tokens >= config.max_num_seqs)
+      << "max_num_batched_tokens must cover one decode per running sequence";
+}
+
+void Scheduler::Add(std::unique_ptr<Sequence> seq) {
+  KV_CHECK(seq->num_tokens() > 0) << "empty sequence";
+  const SeqId id = seq->id;
+  seq->status = SequenceStatus::kWaiting;
+  KV_CHECK(seqs_.emplace(id, std::move(seq)).second) << "duplicate sequence id " << id;
+  waiting_.push_back(id);
+}
+
+Sequence* Scheduler::Get(SeqId id) {
+  auto it = seqs_.find(id);
+  return it == seqs_.end() ? nullptr : it->second.get();
+}
+
+const Sequence* Scheduler::Get(SeqId id) const {
+  auto it = seqs_.find(id);
+  return it == seqs_.end() ? nullptr : it->second.get();
+}
+
+void Scheduler::InsertWaitingInArrivalOrder(SeqId id) {
+  waiting_.insert(std::upper_bound(waiting_.begin(), waiting_.end(), id), id);
+}
+
+void Scheduler::Preempt(SeqId id, ScheduleOutput& out) {
+  Sequence& seq = *seqs_.at(id);
+  blocks_.Free(seq.block_table);
+  seq.num_computed = 0;
+  seq.status = SequenceStatus::kPreempted;
+  ++seq.num_preemptions;
+  running_.erase(std::find(running_.begin(), running_.end(), id));
+  InsertWaitingInArrivalOrder(id);
+  out.preempted.push_back(id);
+}
+
+ScheduleOutput Scheduler::Schedule() {
+  ScheduleOutput out;
+  int budget = config_.max_num_batched_tokens;
+  const int block_size = blocks_.block_size();
+
+  // Decodes not yet scheduled in this pass: prefill chunks leave room for them.
+  int pending_decodes = 0;
+  for (SeqId id : running_) pending_decodes += seqs_.at(id)->num_uncomputed() == 1;
+
+  // 1. Running sequences, oldest first. Victims come off the back, which this
+  //    loop has not reached yet (or is at), so no scheduled chunk is revoked.
+  for (size_t i = 0; i < running_.size(); ++i) {
+    Sequence& seq = *seqs_.at(running_[i]);
+    const int uncomputed = seq.num_uncomputed();
+    const bool is_decode = uncomputed == 1;
+    if (is_decode) --pending_decodes;
+    int n = is_decode ? 1 : std::min(uncomputed, budget - pending_decodes);
+    if (n <= 0) continue;  // no budget left for this prompt chunk this step
+
+    bool self_preempted = false;
+    while (!blocks_.CanAppend(seq.block_table, seq.num_computed + n)) {
+      // A prompt chunk can shrink to the room its blocks and the free list give.
+      const int room = (static_cast<int>(seq.block_table.size()) + blocks_.num_free_blocks()) *
+                           block_size - seq.num_computed;
+      if (!is_decode && room > 0) {
+        n = std::min(n, room);
+        break;
+      }
+      const SeqId victim = running_.back();
+      if (seqs_.at(victim)->num_uncomputed() == 1 && victim != seq.id) --pending_decodes;
+      Preempt(victim, out);
+      if (victim == seq.id) {
+        self_preempted = true;
+        break;
+      }
+    }
+    if (self_preempted) break;  // it was the last running sequence
+    blocks_.Append(seq.block_table, seq.num_computed + n);
+    out.chunks.push_back({seq.id, seq.num_computed, n, seq.num_computed + n == seq.num_tokens()});
+    seq.num_computed += n;
+    budget -= n;
+  }
+
+  // 2. Admit waiting sequences in arrival order; never skip one (no starvation).
+  if (out.preempted.empty()) {
+    while (!waiting_.empty() && static_cast<int>(running_.size()) < config_.max_num_seqs &&
+           budget > 0) {
+      Sequence& seq = *seqs_.at(waiting_.front());
+      const int n = std::min(seq.num_tokens(), budget);
+      // The reserve only matters while others run: alone, a sequence may use it all.
+      const int reserve = running_.empty() ? 0 : config_.admission_reserve_blocks;
+      if (!blocks_.CanAllocate(n, reserve)) break;
+      blocks_.Allocate(seq.block_table, n);
+      waiting_.pop_front();
+      running_.push_back(seq.id);
+      seq.status = SequenceStatus::kRunning;
+      out.admitted.push_back(seq.id);
+      out.chunks.push_back({seq.id, 0, n, n == seq.num_tokens()});
+      seq.num_computed = n;
+      budget -= n;
+    }
+  }
+  out.num_batched_tokens = config_.max_num_batched_tokens - budget;
+  return out;
+}
+
+void Scheduler::AppendToken(SeqId id, int32_t token) {
+  Sequence& seq = *seqs_.at(id);
+  KV_CHECK(seq.status == SequenceStatus::kRunning && seq.num_uncomputed() == 0)
+      << "token for sequence " << id << " that did not sample";
+  seq.tokens.push_back(token);
+}
+
+void Scheduler::Remove(SeqId id) {
+  auto it = seqs_.find(id);
+  if (it == seqs_.end()) return;
+  Sequence& seq = *it->second;
+  blocks_.Free(seq.block_table);
+  seq.status = SequenceStatus::kFinished;
+  if (auto r = std::find(running_.begin(), running_.end(), id); r != running_.end()) running_.erase(r);
+  if (auto w = std::find(waiting_.begin(), waiting_.end(), id); w != waiting_.end()) waiting_.erase(w);
+  seqs_.erase(it);
+}
+
+}  // namespace kvserve

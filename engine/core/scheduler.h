@@ -1,0 +1,82 @@
+// Continuous (iteration-level) batching. Each Schedule() call decides one
+// model step:
+//   1. running sequences, oldest first: each decode gets its one token, and
+//      prompts being prefilled get the next chunk from the token budget that
+//      is left after every decode has been counted, so a long prompt never
+//      stalls running streams;
+//   2. when a running sequence needs a block and none is free, the most
+//      recently admitted running sequence is preempted: its blocks are freed,
+//      its tokens kept, and it waits (ahead of newer arrivals) to be
+//      recomputed;
+//   3. if nothing was preempted, waiting sequences are admitted first come,
+//      first served while max_num_seqs, the token budget and free blocks allow.
+// Pure logic over the BlockManager: no model, no device, no clock.
+#pragma once
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "engine/core/sequence.h"
+#include "engine/kv/block_manager.h"
+
+namespace kvserve {
+
+struct SchedulerConfig {
+  int max_num_seqs = 64;              // running sequences at once
+  int max_num_batched_tokens = 1024;  // tokens per step (prefill chunks + decodes)
+  /// Blocks kept free when admitting, so running sequences can grow a little
+  /// before anyone is preempted.
+  int admission_reserve_blocks = 0;
+};
+
+/// A slice of a sequence's tokens run through the model in this step.
+struct ScheduledChunk {
+  SeqId seq_id;
+  int start;       // first token position
+  int num_tokens;  // tokens [start, start + num_tokens)
+  bool samples;    // the chunk reaches the last token: the step samples a new one
+};
+
+struct ScheduleOutput {
+  std::vector<ScheduledChunk> chunks;  // in running order
+  std::vector<SeqId> admitted;         // newly admitted (or re-admitted) this step
+  std::vector<SeqId> preempted;        // preempted this step
+  int num_batched_tokens = 0;
+  bool empty() const { return chunks.empty(); }
+};
+
+class Scheduler {
+ public:
+  Scheduler(const SchedulerConfig& config, BlockManager& blocks);
+
+  /// Queues a new sequence at the back of the waiting line.
+  void Add(std::unique_ptr<Sequence> seq);
+  ScheduleOutput Schedule();
+  /// Records the token sampled for `id` at the end of a step.
+  void AppendToken(SeqId id, int32_t token);
+  /// Removes a finished or aborted sequence in any state and frees its blocks.
+  void Remove(SeqId id);
+
+  Sequence* Get(SeqId id);
+  const Sequence* Get(SeqId id) const;
+  bool HasWork() const { return !running_.empty() || !waiting_.empty(); }
+  int num_running() const { return static_cast<int>(running_.size()); }
+  int num_waiting() const { return static_cast<int>(waiting_.size()); }
+  const std::vector<SeqId>& running() const { return running_; }
+  const std::deque<SeqId>& waiting() const { return waiting_; }
+  const SchedulerConfig& config() const { return config_; }
+
+ private:
+  void Preempt(SeqId id, ScheduleOutput& out);
+  void InsertWaitingInArrivalOrder(SeqId id);
+
+  SchedulerConfig config_;
+  BlockManager& blocks_;
+  std::map<SeqId, std::unique_ptr<Sequence>> seqs_;
+  std::vector<SeqId> running_;  // admission order, oldest first
+  std::deque<SeqId> waiting_;   // arrival order (SeqIds increase with arrival)
+};
+
+}  // namespace kvserve

@@ -1,0 +1,42 @@
+// One request's tokens and scheduling state, as the scheduler sees it.
+#pragma once
+
+#include <cstdint>
+#include "absl/strings/string_view.h"
+#include <vector>
+
+#include "engine/kv/block_manager.h"
+
+namespace kvserve {
+
+using SeqId = uint64_t;
+
+enum class SequenceStatus {
+  kWaiting,    // queued, never admitted
+  kRunning,    // admitted: holds blocks, is prefilled or decoded each step
+  kPreempted,  // was running; blocks freed, tokens kept, waits to be recomputed
+  kFinished,   // done or aborted; about to be removed
+};
+
+absl::string_view SequenceStatusName(SequenceStatus status);
+
+struct Sequence {
+  Sequence(SeqId seq_id, std::vector<int32_t> prompt)
+      : id(seq_id), tokens(std::move(prompt)), prompt_len(static_cast<int>(tokens.size())) {}
+
+  SeqId id;
+  std::vector<int32_t> tokens;  // prompt, then every generated token
+  int prompt_len;
+  /// Tokens whose K/V are in the cache (or scheduled into it this step).
+  int num_computed = 0;
+  BlockTable block_table;
+  SequenceStatus status = SequenceStatus::kWaiting;
+  int num_preemptions = 0;
+
+  int num_tokens() const { return static_cast<int>(tokens.size()); }
+  int num_generated() const { return num_tokens() - prompt_len; }
+  /// Tokens still to run through the model before the next sample.
+  int num_uncomputed() const { return num_tokens() - num_computed; }
+};
+
+}  // namespace kvserve

@@ -1,0 +1,25 @@
+// Opens what the server serves: a Hugging Face checkpoint directory, or the
+// built-in default model when no directory is given.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "engine/model/model_config.h"
+#include "engine/model/weight_source.h"
+#include "engine/text/tokenizer.h"
+
+namespace kvserve {
+
+struct ModelSource {
+  std::string name;  // directory base name, or the default model's name
+  ModelConfig config;
+  std::unique_ptr<WeightSource> weights;
+  std::unique_ptr<Tokenizer> tokenizer;  // null when the model has none
+};
+
+/// `dir` empty: the built-in default model (random weights, byte tokenizer).
+absl::StatusOr<ModelSource> OpenModelSource(const std::string& dir);
+
+}  // namespace kvserve

@@ -1,0 +1,107 @@
+#include "engine/model/llama_weights.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/status_macros.h"
+
+namespace kvserve {
+namespace {
+
+class WeightLoader {
+ public:
+  WeightLoader(WeightSource& source, Backend& backend, LlamaWeights& weights)
+      : source_(source), backend_(backend), weights_(weights) {}
+
+  // Allocates a [rows, cols] (or [rows] when cols == 0) tensor and fills it
+  // from the named parts, stacked along rows in order.
+  absl::StatusOr<Tensor> Fused(const std::vector<std::pair<std::string, int64_t>>& parts,
+                               int64_t cols) {
+    int64_t rows = 0;
+    for (const auto& part : parts) rows += part.second;
+    const DType dtype = backend_.compute_dtype();
+    const size_t bytes = static_cast<size_t>(rows) * std::max<int64_t>(cols, 1) * DTypeSize(dtype);
+    ASSIGN_OR_RETURN(DeviceBufferPtr buffer, backend_.Allocate(bytes));
+    Tensor all = cols > 0 ? buffer->View(dtype, {rows, cols}) : buffer->View(dtype, {rows});
+    int64_t row = 0;
+    for (const auto& [name, part_rows] : parts) {
+      ASSIGN_OR_RETURN(TensorData src, source_.Get(name));
+      std::vector<int64_t> expected = {part_rows};
+      if (cols > 0) expected.push_back(cols);
+      if (src.shape != expected) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            source_.Describe(), ": tensor \"", name, "\" has shape [",
+            absl::StrJoin(src.shape, ", "), "], the config needs [", absl::StrJoin(expected, ", "),
+            "]"));
+      }
+      RETURN_IF_ERROR(backend_.Upload(src.data, src.dtype, all.Rows(row, part_rows)));
+      row += part_rows;
+    }
+    weights_.bytes += bytes;
+    weights_.storage.push_back(std::move(buffer));
+    return all;
+  }
+
+  absl::StatusOr<Tensor> One(const std::string& name, int64_t rows, int64_t cols) {
+    return Fused({{name, rows}}, cols);
+  }
+
+ private:
+  WeightSource& source_;
+  Backend& backend_;
+  LlamaWeights& weights_;
+};
+
+}  // namespace
+
+absl::StatusOr<LlamaWeights> LoadLlamaWeights(const ModelConfig& c, WeightSource& source,
+                                              Backend& backend) {
+  LlamaWeights w;
+  WeightLoader load(source, backend, w);
+  const int64_t hidden = c.hidden_size;
+  const int64_t q_rows = int64_t(c.num_heads) * c.head_dim;
+  const int64_t kv_rows = int64_t(c.num_kv_heads) * c.head_dim;
+  const int64_t inter = c.intermediate_size;
+
+  ASSIGN_OR_RETURN(w.embed, load.One("model.embed_tokens.weight", c.vocab_size, hidden));
+  ASSIGN_OR_RETURN(w.final_norm, load.One("model.norm.weight", hidden, 0));
+  if (c.tie_word_embeddings) {
+    w.lm_head = w.embed;
+  } else {
+    ASSIGN_OR_RETURN(w.lm_head, load.One("lm_head.weight", c.vocab_size, hidden));
+  }
+  for (int i = 0; i < c.num_layers; ++i) {
+    const std::string p = absl::StrCat("model.layers.", i, ".");
+    LayerWeights l;
+    ASSIGN_OR_RETURN(l.input_norm, load.One(p + "input_layernorm.weight", hidden, 0));
+    ASSIGN_OR_RETURN(l.qkv, load.Fused({{p + "self_attn.q_proj.weight", q_rows},
+                                        {p + "self_attn.k_proj.weight", kv_rows},
+                                        {p + "self_attn.v_proj.weight", kv_rows}},
+                                       hidden));
+    if (c.qkv_bias) {
+      ASSIGN_OR_RETURN(l.qkv_bias, load.Fused({{p + "self_attn.q_proj.bias", q_rows},
+                                               {p + "self_attn.k_proj.bias", kv_rows},
+                                               {p + "self_attn.v_proj.bias", kv_rows}},
+                                              0));
+    }
+    ASSIGN_OR_RETURN(l.o_proj, load.One(p + "self_attn.o_proj.weight", hidden, q_rows));
+    if (c.o_bias) {
+      ASSIGN_OR_RETURN(l.o_bias, load.One(p + "self_attn.o_proj.bias", hidden, 0));
+    }
+    ASSIGN_OR_RETURN(l.post_norm, load.One(p + "post_attention_layernorm.weight", hidden, 0));
+    ASSIGN_OR_RETURN(l.gate_up, load.Fused({{p + "mlp.gate_proj.weight", inter},
+                                            {p + "mlp.up_proj.weight", inter}},
+                                           hidden));
+    ASSIGN_OR_RETURN(l.down, load.One(p + "mlp.down_proj.weight", hidden, inter));
+    if (c.mlp_bias) {
+      ASSIGN_OR_RETURN(l.gate_up_bias, load.Fused({{p + "mlp.gate_proj.bias", inter},
+                                                   {p + "mlp.up_proj.bias", inter}},
+                                                  0));
+      ASSIGN_OR_RETURN(l.down_bias, load.One(p + "mlp.down_proj.bias", hidden, 0));
+    }
+    w.layers.push_back(l);
+  }
+  RETURN_IF_ERROR(backend.Synchronize());
+  return w;
+}
+
+}  // namespace kvserve
