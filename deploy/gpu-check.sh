@@ -63,10 +63,22 @@ else
   WORK="$OUT_DIR/logs"
   mkdir -p "$WORK"
 fi
+# Big files (the storm's ~2.5 GB checkpoint) go here, never under $WORK:
+# $WORK is gzipped into $OUT after every step, and one returned file may
+# hold at most 16 MiB. Removed after each step and when the script exits.
+SCRATCH=$(mktemp -d -t gpu-check-scratch.XXXXXX)
+EXTRACTED=""
+cleanup() { rm -rf "$SCRATCH" ${EXTRACTED:+"$EXTRACTED"}; }
+trap cleanup EXIT
+trap 'exit 143' TERM INT  # so that a runner's SIGTERM still runs cleanup
+# Logs larger than this stay out of the tarball (listed in the report), so
+# that one runaway log cannot push the archive past what a runner returns.
+MAX_LOG_BYTES=$((4 << 20))
 BUDGET=${GPU_CHECK_BUDGET_S:-$([[ -n ${OUT:-} ]] && echo 560 || echo 0)}
 START=$(date +%s)
 STEPS=()    # JSON objects, one per step that ran
 NOT_RUN=()  # steps left out for lack of time
+LEFT_OUT=() # files of $WORK too large for the tarball
 MISSING_LIBS=()
 FAILED=0
 FINISHED=false
@@ -81,6 +93,7 @@ json_strings() {  # ARGS... -> "a", "b" (names and paths only: no quotes inside)
 write_report() {
   local gpu passed=false i
   gpu=$(tr -d '\n"\\' <"$WORK/gpu.txt" 2>/dev/null)
+  mapfile -t LEFT_OUT < <(cd "$WORK" && find . -type f -size +"$((MAX_LOG_BYTES / 1024))"k)
   [[ $FINISHED == true && $FAILED -eq 0 && ${#NOT_RUN[@]} -eq 0 ]] && passed=true
   {
     echo "{"
@@ -91,6 +104,7 @@ write_report() {
     echo "  \"seconds\": $(($(date +%s) - START)),"
     echo "  \"missing_libs\": [$(json_strings "${MISSING_LIBS[@]}")],"
     echo "  \"not_run\": [$(json_strings "${NOT_RUN[@]}")],"
+    echo "  \"logs_left_out\": [$(json_strings "${LEFT_OUT[@]}")],"
     echo "  \"steps\": ["
     for i in "${!STEPS[@]}"; do
       echo "    ${STEPS[$i]}$([[ $i -lt $((${#STEPS[@]} - 1)) ]] && echo ,)"
@@ -100,7 +114,8 @@ write_report() {
     echo "  \"hf_decode_bench\": $(cat "$WORK/hf_decode_bench.json" 2>/dev/null || echo null)"
     echo "}"
   } >"$OUT_DIR/gpu-check.json.tmp" && mv "$OUT_DIR/gpu-check.json.tmp" "$OUT_DIR/gpu-check.json"
-  tar -C "$WORK" -czf "$OUT_DIR/gpu-check-logs.tgz.tmp" . 2>/dev/null &&
+  tar -C "$WORK" -czf "$OUT_DIR/gpu-check-logs.tgz.tmp" \
+    --exclude-from=<(printf '%s\n' "${LEFT_OUT[@]}") . 2>/dev/null &&
     mv "$OUT_DIR/gpu-check-logs.tgz.tmp" "$OUT_DIR/gpu-check-logs.tgz"
 }
 
@@ -143,7 +158,7 @@ if [[ ${#MISSING_LIBS[@]} -gt 0 ]]; then
   write_report
   exit 2
 fi
-export KV_LD BIN WORK DEVICE
+export KV_LD BIN WORK SCRATCH DEVICE
 
 # step NAME LIMIT_S COMMAND...: runs it (a shell function too) under
 # `timeout`, logs to $WORK/NAME.log and records the outcome in the report.
@@ -253,7 +268,7 @@ PY
 }
 storm_check() {
   local preset=${GPU_CHECK_STORM_PRESET:-llama-3.2-1b}
-  local port=50613 mport=50614 model="$WORK/$preset-random" ok=1
+  local port=50613 mport=50614 model="$SCRATCH/$preset-random" ok=1
   local bench=(env LD_LIBRARY_PATH="$KV_LD" "$BIN/kvserve-bench" --target "127.0.0.1:$port"
                --progress=false)
   local cli=(env LD_LIBRARY_PATH="$KV_LD" "$BIN/kvserve-cli" --target "127.0.0.1:$port")
@@ -307,6 +322,9 @@ PY
 export -f metric storm_check
 if wants storm; then
   step storm_1b 400 storm_check
+  # The checkpoint, whether the step passed, failed or timed out (a killed
+  # step never reaches its own cleanup).
+  rm -rf "${SCRATCH:?}"/*
 fi
 
 # 4. Decode throughput, ours and transformers' (same shape; compare within one machine).

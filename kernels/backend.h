@@ -9,6 +9,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -24,6 +25,24 @@ enum class DeviceKind { kCpu, kCuda };
 struct DeviceMemoryInfo {
   size_t free_bytes = 0;
   size_t total_bytes = 0;
+};
+
+/// One GEMM of every step, `x [rows ≤ max_rows, K] · weightᵀ (+ bias)`, so
+/// that a backend can plan it before the first step.
+struct LinearLimits {
+  Tensor weight;  // [N, K], the model's own (its address decides alignment)
+  Tensor bias;    // [N] or empty
+  DType out_dtype = DType::kFloat32;
+  int64_t max_rows = 0;
+};
+
+/// The largest step a model will run (see Backend::Reserve).
+struct StepLimits {
+  int max_tokens = 0;   // tokens per step
+  int max_seqs = 0;     // sequences per step (the largest decode batch)
+  int max_context = 0;  // positions per sequence
+  AttentionShape attention;
+  std::vector<LinearLimits> linears;
 };
 
 class Backend {
@@ -48,6 +67,16 @@ class Backend {
   /// CPU, whose KV pool is sized by EngineConfig::kv_cache_bytes instead.
   virtual absl::StatusOr<DeviceMemoryInfo> MemoryInfo() {
     return absl::UnimplementedError(name() + " backend reports no device memory");
+  }
+  /// Called once by the model, after its weights are loaded and before its
+  /// first step, with the largest step it will run: the backend allocates
+  /// the scratch its ops need and plans its GEMMs here, so that a step
+  /// neither allocates nor waits for the whole device. Ops still accept any
+  /// step (tests call them directly), possibly slower. The CPU backend needs
+  /// nothing (its scratch is per call, in host memory).
+  virtual absl::Status Reserve(const StepLimits& limits) {
+    (void)limits;
+    return absl::OkStatus();
   }
 
   // Ops.

@@ -3,7 +3,8 @@
 // cache poisoned with NaN, blocks handed out in a shuffled order, earlier
 // tokens already cached, the step's new K/V written by the op itself.
 //
-// Swept: head_dim {16, 32, 64, 128} × block size {16, 32} × GQA ratio
+// Swept: every served head_dim (cuda::kServedHeadDims: 16, 32, 64, 96,
+// 128) × block size {16, 32} × GQA ratio
 // {1, 4, 8} (and one 16), in float32, bfloat16 and float16; prefill of whole
 // prompts (1..130 tokens), chunked prefill against long cached contexts
 // (up to 2500), decode of 64 sequences (1..600 tokens, never block
@@ -21,6 +22,7 @@
 #include "gtest/gtest.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cuda/device_info.h"
+#include "kernels/cuda/dispatch.h"
 #include "tests/cuda_test_util.h"
 
 namespace kvserve::testing {
@@ -230,6 +232,17 @@ TEST_P(CudaAttentionTest, PrefillMatchesTheCpu) {
   }
 }
 
+// The reservation a model of this shape would make for these scenarios (64
+// sequences, contexts up to 4096): sizes the split workspace, as in serving.
+StepLimits DecodeLimits(const Shape& s) {
+  StepLimits limits;
+  limits.max_tokens = 64;
+  limits.max_seqs = 64;
+  limits.max_context = 4096;
+  limits.attention = AttentionShape{s.heads, s.kv_heads, s.dim, 1.f / std::sqrt(float(s.dim))};
+  return limits;
+}
+
 TEST_P(CudaAttentionTest, DecodeMatchesTheCpu) {
   std::mt19937 rng(7);
   uint32_t seed = 200;
@@ -237,6 +250,12 @@ TEST_P(CudaAttentionTest, DecodeMatchesTheCpu) {
     SCOPED_TRACE(std::string(DTypeName(dtype)));
     auto gpu = NewCudaBackend(dtype);
     ASSERT_NE(gpu, nullptr);
+    {
+      // Before Reserve there is no split workspace: one split, still exact.
+      SCOPED_TRACE("one sequence of 4096 tokens, nothing reserved (one split)");
+      Scenario(GetParam(), dtype, {{4096, 1}}, seed++).Run(*gpu, true);
+    }
+    ASSERT_TRUE(gpu->Reserve(DecodeLimits(GetParam())).ok());
     {
       SCOPED_TRACE("64 sequences of 0..600 tokens");
       Scenario(GetParam(), dtype, ManyDecodes(rng), seed++).Run(*gpu, /*decode=*/true);
@@ -262,8 +281,8 @@ TEST_P(CudaAttentionTest, DecodeMatchesTheCpu) {
 
 std::vector<Shape> AllShapes() {
   std::vector<Shape> shapes;
-  for (int dim : {16, 32, 64, 128}) {
-    for (int block : {16, 32}) {
+  for (int dim : cuda::kServedHeadDims) {
+    for (int block : cuda::kServedBlockSizes) {
       shapes.push_back({2, 2, dim, block});  // MHA
       shapes.push_back({8, 2, dim, block});  // GQA 4
       shapes.push_back({8, 1, dim, block});  // GQA 8 (MQA)
@@ -324,9 +343,40 @@ TEST(CudaAttentionErrorsTest, BadBlockIdsAndNarrowTablesAreOutOfRange) {
   EXPECT_EQ(s.message(), "KV cache slot 64 not in [0, 64)");
   EXPECT_TRUE(gpu->Synchronize().ok());
 
-  // An unserved head dim is refused before anything runs.
-  p.shape.head_dim = 96;
-  EXPECT_FALSE(gpu->DecodeAttention(p).ok());
+  // An unserved head dim (80: its lanes would need 40 of a warp's 32) is
+  // refused by name before anything runs, by both ops and by Reserve.
+  const int bad_dim = 80;
+  DeviceTensor q80(*gpu, DType::kFloat32, {1, heads, bad_dim});
+  DeviceTensor k80(*gpu, DType::kFloat32, {1, kv_heads, bad_dim});
+  DeviceTensor v80(*gpu, DType::kFloat32, {1, kv_heads, bad_dim});
+  DeviceTensor out80(*gpu, DType::kFloat32, {1, heads, bad_dim});
+  DeviceTensor ck80(*gpu, DType::kFloat32, {blocks, bs, kv_heads, bad_dim});
+  DeviceTensor cv80(*gpu, DType::kFloat32, {blocks, bs, kv_heads, bad_dim});
+  p.q = q80, p.k = k80, p.v = v80, p.out = out80, p.cache = {ck80, cv80, bs};
+  p.shape.head_dim = bad_dim;
+  slot.SetInts({1 * bs + 3});
+  const std::string refusal =
+      "unsupported head_dim: 80 (the CUDA backend serves 16, 32, 64, 96, 128)";
+  s = gpu->DecodeAttention(p);
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_EQ(s.message(), refusal);
+  PrefillAttentionParams pp;
+  DeviceTensor cu(*gpu, DType::kInt32, {2});
+  cu.SetInts({0, 1});
+  pp.q = q80, pp.k = k80, pp.v = v80, pp.out = out80, pp.cu_seqlens_q = cu;
+  pp.context_lens = ctx, pp.block_tables = table, pp.slot_mapping = slot;
+  pp.cache = {ck80, cv80, bs}, pp.shape = p.shape, pp.num_seqs = 1, pp.max_q_len = 1;
+  s = gpu->PrefillAttention(pp);
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_EQ(s.message(), refusal);
+  StepLimits limits;
+  limits.max_tokens = limits.max_seqs = 1;
+  limits.max_context = 64;
+  limits.attention = p.shape;
+  s = gpu->Reserve(limits);
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_EQ(s.message(), refusal);
+  EXPECT_TRUE(gpu->Synchronize().ok());
 }
 
 }  // namespace

@@ -6,12 +6,20 @@
 //     that starts past it, the workspace the merge kernel indexes, and the
 //     CTA counts the plan aims for;
 //   - the device error word's messages are the CPU backend's, word for word;
-//   - the served head dims and block sizes, refused by name otherwise.
+//   - the decode split workspace: no plan asks for more than
+//     MaxDecodeWorkspaceFloats (what CudaBackend::Reserve allocates), and a
+//     plan capped to less is still one the kernels accept;
+//   - the served head dims and block sizes, refused by name otherwise (80
+//     included: the kernels' warp layout cannot hold it);
+//   - the cuBLASLt plan buckets of row counts.
 #include <algorithm>
+#include <iterator>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "kernels/cpu/cpu_backend.h"
+#include "kernels/cuda/cublaslt_gemm.h"
 #include "kernels/cuda/decode_attention.h"
 #include "kernels/cuda/device_error.h"
 #include "kernels/cuda/dispatch.h"
@@ -65,6 +73,23 @@ TEST(DecodePlanTest, EverySplitIsOneTheKernelsAccept) {
             if (plan.num_splits > 1) {
               ASSERT_LT(ctas * (plan.num_splits - 1), 2 * num_sms);
             }
+            // What Reserve allocates for this many sequences and this context
+            // holds this plan (and, by the sweep, every smaller one).
+            const size_t reserved =
+                MaxDecodeWorkspaceFloats(seqs, p.shape, std::max(context, 1), num_sms);
+            ASSERT_LE(plan.workspace_floats, reserved);
+            ASSERT_EQ(PlanDecodeAttention(p, num_sms, reserved).num_splits, plan.num_splits);
+            // A smaller reservation: fewer splits within it, still covering.
+            for (size_t cap : {size_t(0), reserved / 3, plan.workspace_floats / 2}) {
+              const DecodePlan capped = PlanDecodeAttention(p, num_sms, cap);
+              ASSERT_LE(capped.workspace_floats, cap);
+              ASSERT_GE(capped.num_splits, 1);
+              ASSERT_LE(capped.num_splits, plan.num_splits);
+              ASSERT_EQ(capped.split_keys % 128, 0);
+              const int64_t capped_covered = int64_t(capped.num_splits) * capped.split_keys;
+              ASSERT_GE(capped_covered, std::max(context, 1));
+              ASSERT_LT(int64_t(capped.num_splits - 1) * capped.split_keys, std::max(context, 1));
+            }
           }
         }
       }
@@ -88,6 +113,23 @@ TEST(DecodePlanTest, TheDocumentedCases) {
   plan = PlanDecodeAttention(DecodeShape(1, 8, 1, 128, 16, 8192, 131072), 132);
   EXPECT_EQ(plan.num_splits, 256);
   EXPECT_EQ(plan.split_keys, 512);
+}
+
+TEST(DecodePlanTest, TheReservationCoversEveryBatchUpToItsSize) {
+  // Llama-3.2-1B's attention (32 heads, 8 KV heads, D 64) on an H100.
+  const AttentionShape shape{32, 8, 64, 1.f};
+  const int max_seqs = 64, max_context = 4096, sms = 132;
+  const size_t reserved = MaxDecodeWorkspaceFloats(max_seqs, shape, max_context, sms);
+  EXPECT_GT(reserved, 0u);
+  for (int seqs = 1; seqs <= max_seqs; ++seqs) {
+    for (int context = 1; context <= max_context; context += 37) {
+      const DecodePlan plan = PlanDecodeAttention(
+          DecodeShape(seqs, 32, 8, 64, 16, max_context / 16, context), sms);
+      ASSERT_LE(plan.workspace_floats, reserved) << seqs << " x " << context;
+    }
+  }
+  // Nothing to split, nothing to reserve.
+  EXPECT_EQ(MaxDecodeWorkspaceFloats(max_seqs, shape, 128, sms), 0u);
 }
 
 TEST(DecodePlanTest, ContextsBeyondTheBlockTableAreNotPlannedFor) {
@@ -200,15 +242,59 @@ TEST(DeviceErrorTest, NoneIsOkAndUnknownCodesAreInternal) {
 }
 
 TEST(DispatchTest, ServedShapesPassAndOthersAreRefusedByName) {
-  for (int dim : {16, 32, 64, 128}) {
+  for (int dim : {16, 32, 64, 96, 128}) {
     for (int bs : {16, 32}) EXPECT_TRUE(CheckServedAttentionShape(dim, bs).ok()) << dim << " " << bs;
   }
-  absl::Status s = CheckServedAttentionShape(96, 16);
-  EXPECT_TRUE(absl::IsInvalidArgument(s));
-  EXPECT_EQ(s.message(), "unsupported head_dim: 96 (the CUDA backend serves 16, 32, 64, 128)");
-  s = CheckServedAttentionShape(128, 8);
+  for (int dim : {80, 48, 112, 256, 8, 0, -64}) {
+    const absl::Status s = CheckServedAttentionShape(dim, 16);
+    EXPECT_TRUE(absl::IsInvalidArgument(s)) << dim;
+    EXPECT_EQ(s.message(), absl::StrCat("unsupported head_dim: ", dim,
+                                        " (the CUDA backend serves 16, 32, 64, 96, 128)"));
+  }
+  const absl::Status s = CheckServedAttentionShape(128, 8);
   EXPECT_TRUE(absl::IsInvalidArgument(s));
   EXPECT_EQ(s.message(), "unsupported block_size: 8 (the CUDA backend serves 16, 32)");
+}
+
+TEST(DispatchTest, TheServedListAndTheSwitchAgree) {
+  std::vector<int> switched;
+  for (int dim = -1; dim <= 512; ++dim) {
+    if (DispatchHeadDim(dim, [](auto) { return absl::OkStatus(); }).ok()) switched.push_back(dim);
+  }
+  EXPECT_EQ(switched, std::vector<int>(std::begin(kServedHeadDims), std::end(kServedHeadDims)));
+}
+
+TEST(DispatchTest, TheWarpLayoutRuleRefuses80) {
+  // One lane per dim below 32, whole dims per lane above: 80 needs 40 lanes.
+  static_assert(!IsAttentionHeadDim(80));
+  static_assert(!IsAttentionHeadDim(48));
+  static_assert(IsAttentionHeadDim(96));
+  static_assert(IsAttentionHeadDim(16));
+  for (int dim : kServedHeadDims) EXPECT_TRUE(IsAttentionHeadDim(dim)) << dim;
+}
+
+TEST(CublasLtBucketTest, PowersOfTwoThen256Steps) {
+  EXPECT_EQ(CublasLtGemm::BucketEnd(1), 1);
+  EXPECT_EQ(CublasLtGemm::BucketEnd(2), 2);
+  EXPECT_EQ(CublasLtGemm::BucketEnd(3), 4);
+  EXPECT_EQ(CublasLtGemm::BucketEnd(33), 64);
+  EXPECT_EQ(CublasLtGemm::BucketEnd(256), 256);
+  EXPECT_EQ(CublasLtGemm::BucketEnd(257), 512);
+  EXPECT_EQ(CublasLtGemm::BucketEnd(513), 768);
+  EXPECT_EQ(CublasLtGemm::BucketEnd(8192), 8192);
+  // Every M lies in its bucket, buckets tile 1.. without gaps or overlaps, and
+  // a bucket is at most 256 wide (the per-M choice arrays stay small).
+  int64_t expected_begin = 1;
+  for (int64_t m = 1; m <= 20000; ++m) {
+    const int64_t begin = CublasLtGemm::BucketBegin(m), end = CublasLtGemm::BucketEnd(m);
+    ASSERT_LE(begin, m);
+    ASSERT_GE(end, m);
+    ASSERT_LE(end - begin + 1, 256);
+    if (m == begin) {
+      ASSERT_EQ(begin, expected_begin) << m;
+      expected_begin = end + 1;
+    }
+  }
 }
 
 }  // namespace

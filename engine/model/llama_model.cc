@@ -1,5 +1,6 @@
 #include "engine/model/llama_model.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -18,7 +19,27 @@ absl::StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::Create(const ModelConfig
   model->attention_shape_ = AttentionShape{config.num_heads, config.num_kv_heads, config.head_dim,
                                            1.f / std::sqrt(static_cast<float>(config.head_dim))};
   RETURN_IF_ERROR(model->AllocateWorkspace(max_tokens, max_samples));
+  RETURN_IF_ERROR(backend.Reserve(model->Limits()));
   return model;
+}
+
+StepLimits LlamaModel::Limits() const {
+  StepLimits limits;
+  limits.max_tokens = max_tokens_;
+  // A step holds each sequence at most once and samples at most once per
+  // sequence; the engine passes max_num_seqs as max_samples.
+  limits.max_seqs = std::min(max_tokens_, max_samples_);
+  limits.max_context = config_.max_context;
+  limits.attention = attention_shape_;
+  const DType dt = backend_.compute_dtype();
+  for (const LayerWeights& l : weights_.layers) {
+    limits.linears.push_back({l.qkv, l.qkv_bias, dt, max_tokens_});
+    limits.linears.push_back({l.o_proj, l.o_bias, dt, max_tokens_});
+    limits.linears.push_back({l.gate_up, l.gate_up_bias, dt, max_tokens_});
+    limits.linears.push_back({l.down, l.down_bias, dt, max_tokens_});
+  }
+  limits.linears.push_back({weights_.lm_head, Tensor(), DType::kFloat32, max_samples_});
+  return limits;
 }
 
 absl::Status LlamaModel::AllocateWorkspace(int max_tokens, int max_samples) {

@@ -35,6 +35,8 @@ class LlamaModel : public Model {
  private:
   LlamaModel(const ModelConfig& config, Backend& backend) : config_(config), backend_(backend) {}
   absl::Status AllocateWorkspace(int max_tokens, int max_samples);
+  /// The largest step Forward accepts, for Backend::Reserve.
+  StepLimits Limits() const;
   absl::Status Attention(const StepBatch& batch, const PagedKvCache& cache, Tensor q, Tensor k,
                          Tensor v, Tensor out);
 

@@ -28,6 +28,16 @@ inline constexpr int kDimsPerLane = kHeadDim >= kWarpSize ? kHeadDim / kWarpSize
 template <int kHeadDim>
 inline constexpr int kDimLanes = kHeadDim / kDimsPerLane<kHeadDim>;
 
+/// What both kernels' per-lane and per-vector loops require of the head dim
+/// and storage type T, checked where they are instantiated: the lanes own
+/// every dim exactly once (at most 32 lanes, kDimLanes · kDimsPerLane = D:
+/// D = 80 would need 40 lanes and lose dims 64..79), rows are whole 16-byte
+/// vectors of T, and score loops step 4 floats (float4) at a time.
+template <typename T, int kHeadDim>
+inline constexpr bool kHeadDimFitsLayout =
+    kDimLanes<kHeadDim> <= kWarpSize && kDimLanes<kHeadDim> * kDimsPerLane<kHeadDim> == kHeadDim &&
+    kHeadDim % kVec16<T> == 0 && kHeadDim % 4 == 0;
+
 __device__ __forceinline__ float NegInf() { return __int_as_float(0xff800000); }
 
 __device__ __forceinline__ float WarpMax(float v) {

@@ -14,8 +14,15 @@ namespace kvserve::cuda {
 struct CublasLtGemm::Plan {
   cublasLtMatmulDesc_t op = nullptr;
   cublasLtMatrixLayout_t w = nullptr, x = nullptr, out = nullptr;
-  cublasLtMatmulAlgo_t algo{};
+  std::vector<cublasLtMatmulAlgo_t> algos;  // the heuristic's best first, for the bucket's end
   bool fused_bias = false;  // the epilogue adds the bias; else AddBias runs after
+  int64_t rows = 0;         // what the x and out layouts say now
+  int64_t bucket_begin = 0;
+  // Per M of the bucket (index M − bucket_begin): kUnknown, kNone, or the
+  // index of the first candidate cublasLtMatmulAlgoCheck accepted.
+  std::vector<int8_t> choice;
+  uint64_t last_use = 0;
+  static constexpr int8_t kUnknown = -1, kNone = -2;
 
   ~Plan() {
     if (out) cublasLtMatrixLayoutDestroy(out);
@@ -57,7 +64,27 @@ absl::StatusOr<std::unique_ptr<CublasLtGemm>> CublasLtGemm::Create(cudaStream_t 
   // Strict float32 for float32 operands (no TF32), as the CPU reference computes.
   RETURN_IF_CUBLAS_ERROR(cublasSetMathMode(g->fallback_, CUBLAS_PEDANTIC_MATH));
   ASSIGN_OR_RETURN(g->workspace_, CudaBuffer::Allocate(workspace_bytes));
+  // Without a workspace of its own, cuBLAS allocates one on its first call:
+  // a cudaMalloc in the middle of a step. Both handles run on the one
+  // stream, one call after the other, so they can share this one.
+  RETURN_IF_CUBLAS_ERROR(
+      cublasSetWorkspace(g->fallback_, g->workspace_->data(), g->workspace_->size()));
   return g;
+}
+
+int64_t CublasLtGemm::BucketEnd(int64_t rows) {
+  constexpr int64_t kStep = 256;
+  if (rows <= 1) return 1;
+  if (rows > kStep) return (rows + kStep - 1) / kStep * kStep;
+  int64_t end = 1;
+  while (end < rows) end *= 2;
+  return end;
+}
+
+int64_t CublasLtGemm::BucketBegin(int64_t rows) {
+  const int64_t end = BucketEnd(rows);
+  if (end <= 1) return 1;
+  return end <= 256 ? end / 2 + 1 : end - 256 + 1;
 }
 
 CublasLtGemm::~CublasLtGemm() {
@@ -84,6 +111,9 @@ absl::StatusOr<std::unique_ptr<CublasLtGemm::Plan>> CublasLtGemm::MakePlan(const
   const cudaDataType_t out_type = CudaType(static_cast<DType>(out_dtype));
   auto plan = std::make_unique<Plan>();
   plan->fused_bias = fused_bias;
+  plan->rows = rows;
+  plan->bucket_begin = BucketBegin(rows);
+  plan->choice.assign(static_cast<size_t>(rows - plan->bucket_begin + 1), Plan::kUnknown);
   RETURN_IF_CUBLAS_ERROR(cublasLtMatmulDescCreate(&plan->op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   const cublasOperation_t transpose = CUBLAS_OP_T, no_transpose = CUBLAS_OP_N;
   RETURN_IF_CUBLAS_ERROR(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSA,
@@ -123,10 +153,10 @@ absl::StatusOr<std::unique_ptr<CublasLtGemm::Plan>> CublasLtGemm::MakePlan(const
     RETURN_IF_CUBLAS_ERROR(cublasLtMatmulPreferenceSetAttribute(pref, alignment_attrs[i],
                                                                 &alignments[i], sizeof(uint32_t)));
   }
-  cublasLtMatmulHeuristicResult_t result{};
+  cublasLtMatmulHeuristicResult_t results[kCandidates] = {};
   int found = 0;
   const cublasStatus_t heuristic = cublasLtMatmulAlgoGetHeuristic(
-      handle_, plan->op, plan->w, plan->x, plan->out, plan->out, pref, 1, &result, &found);
+      handle_, plan->op, plan->w, plan->x, plan->out, plan->out, pref, kCandidates, results, &found);
   // NOT_SUPPORTED is how the heuristic declines some layouts; like found == 0
   // it sends the shape to GemmEx (or, for a fused bias, to the plain GEMM and
   // AddBias). So does any other refusal (INVALID_VALUE for a combination this
@@ -144,19 +174,113 @@ absl::StatusOr<std::unique_ptr<CublasLtGemm::Plan>> CublasLtGemm::MakePlan(const
     }
     return absl::NotFoundError(what);
   }
-  plan->algo = result.algo;
+  for (int i = 0; i < found; ++i) {
+    if (results[i].state == CUBLAS_STATUS_SUCCESS) plan->algos.push_back(results[i].algo);
+  }
+  if (plan->algos.empty()) return absl::NotFoundError("cuBLASLt: no usable algorithm");
   return plan;
+}
+
+absl::Status CublasLtGemm::SetRows(Plan& plan, int64_t rows) {
+  if (plan.rows == rows) return absl::OkStatus();
+  // Column-major xᵀ [K, M] and outᵀ [N, M]: M is the layouts' column count.
+  const uint64_t cols = static_cast<uint64_t>(rows);
+  RETURN_IF_CUBLAS_ERROR(
+      cublasLtMatrixLayoutSetAttribute(plan.x, CUBLASLT_MATRIX_LAYOUT_COLS, &cols, sizeof(cols)));
+  RETURN_IF_CUBLAS_ERROR(
+      cublasLtMatrixLayoutSetAttribute(plan.out, CUBLASLT_MATRIX_LAYOUT_COLS, &cols, sizeof(cols)));
+  plan.rows = rows;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<const cublasLtMatmulAlgo_t*> CublasLtGemm::Select(Plan& plan, int64_t rows) {
+  plan.last_use = ++uses_;
+  int8_t& choice = plan.choice[static_cast<size_t>(rows - plan.bucket_begin)];
+  if (choice == Plan::kUnknown) {
+    // The heuristic chose for the bucket's end; ask whether each candidate
+    // also runs this M (and within the workspace), best first.
+    RETURN_IF_ERROR(SetRows(plan, rows));
+    choice = Plan::kNone;
+    for (size_t i = 0; i < plan.algos.size(); ++i) {
+      cublasLtMatmulHeuristicResult_t check{};
+      const cublasStatus_t s = cublasLtMatmulAlgoCheck(handle_, plan.op, plan.w, plan.x, plan.out,
+                                                       plan.out, &plan.algos[i], &check);
+      if (s == CUBLAS_STATUS_SUCCESS && check.workspaceSize <= workspace_->size()) {
+        choice = static_cast<int8_t>(i);
+        break;
+      }
+    }
+  }
+  if (choice == Plan::kNone) return nullptr;
+  return &plan.algos[static_cast<size_t>(choice)];
 }
 
 absl::StatusOr<CublasLtGemm::Plan*> CublasLtGemm::GetPlan(const Key& key, const void* bias) {
   auto it = plans_.find(key);
   if (it != plans_.end()) return it->second.get();
+  if (plans_.size() >= kMaxPlans) {
+    // More shapes than a model has (a test sweeping sizes): drop the least
+    // recently used plan rather than grow. Declined (null) plans go first.
+    auto victim = plans_.begin();
+    for (auto i = plans_.begin(); i != plans_.end(); ++i) {
+      const uint64_t use = i->second ? i->second->last_use : 0;
+      if (use < (victim->second ? victim->second->last_use : 0)) victim = i;
+    }
+    plans_.erase(victim);
+    if (!evict_logged_) {
+      KV_LOG(WARNING) << "cuBLASLt plan cache full (" << kMaxPlans
+                      << " plans): evicting the least recently used";
+      evict_logged_ = true;
+    }
+  }
   absl::StatusOr<std::unique_ptr<Plan>> plan = MakePlan(key, bias);
   if (!plan.ok() && !absl::IsNotFound(plan.status())) return plan.status();
-  // NotFound is remembered as a null plan: this shape takes GemmEx from now on.
+  // NotFound is remembered as a null plan: this bucket takes GemmEx from now on.
   Plan* raw = plan.ok() ? plan->get() : nullptr;
   plans_.emplace(key, plan.ok() ? *std::move(plan) : nullptr);
   return raw;
+}
+
+absl::StatusOr<CublasLtGemm::Choice> CublasLtGemm::Choose(int64_t rows, int64_t n, int64_t k,
+                                                          DType in, DType out, bool fuse,
+                                                          int align_x, int align_w, int align_out,
+                                                          const void* bias) {
+  Key key{BucketEnd(rows), n, k, static_cast<int>(in), static_cast<int>(out), fuse,
+          align_x, align_w, align_out, fuse ? Alignment(bias) : 0};
+  Choice c;
+  ASSIGN_OR_RETURN(c.plan, GetPlan(key, fuse ? bias : nullptr));
+  if (c.plan != nullptr) {
+    ASSIGN_OR_RETURN(c.algo, Select(*c.plan, rows));
+  }
+  if (c.algo == nullptr && fuse) {
+    std::get<5>(key) = false;  // no fused-bias kernel for this M: plain GEMM + AddBias
+    std::get<9>(key) = 0;
+    ASSIGN_OR_RETURN(c.plan, GetPlan(key, nullptr));
+    if (c.plan != nullptr) {
+      ASSIGN_OR_RETURN(c.algo, Select(*c.plan, rows));
+    }
+  }
+  if (c.algo == nullptr) c.plan = nullptr;
+  return c;
+}
+
+absl::Status CublasLtGemm::Warmup(const std::vector<LinearLimits>& linears, int decode_rows) {
+  constexpr int kActivationAlignment = 256;  // cudaMalloc's
+  for (const LinearLimits& l : linears) {
+    if (l.weight.empty() || l.max_rows <= 0) continue;
+    const int64_t n = l.weight.dim(0), k = l.weight.dim(1);
+    const bool fuse = !l.bias.empty() && l.bias.dtype == l.out_dtype;
+    const int align_w = Alignment(l.weight.data);
+    // One Choose per bucket plans it; the decode M's each get their check.
+    for (int64_t rows = 1; rows <= l.max_rows;) {
+      ASSIGN_OR_RETURN(Choice c, Choose(rows, n, k, l.weight.dtype, l.out_dtype, fuse,
+                                        kActivationAlignment, align_w, kActivationAlignment,
+                                        fuse ? l.bias.data : nullptr));
+      (void)c;
+      rows = rows < decode_rows ? rows + 1 : BucketEnd(rows) + 1;
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status CublasLtGemm::GemmEx(Tensor x, Tensor weight, Tensor out) {
@@ -172,27 +296,22 @@ absl::Status CublasLtGemm::GemmEx(Tensor x, Tensor weight, Tensor out) {
 }
 
 absl::Status CublasLtGemm::Linear(Tensor x, Tensor weight, Tensor bias, Tensor out) {
-  const int64_t rows = x.dim(0), k = x.dim(1), n = weight.dim(0);
+  const int64_t rows = x.dim(0), n = weight.dim(0);
   if (rows == 0 || n == 0) return absl::OkStatus();
   const bool has_bias = !bias.empty();
   // The epilogue's bias has the output's dtype; a float32 output with a
   // bf16 bias (never used by the model) takes the separate kernel.
   const bool fuse = has_bias && bias.dtype == out.dtype;
-  Key key{rows, n, k, static_cast<int>(x.dtype), static_cast<int>(out.dtype), fuse,
-          Alignment(x.data), Alignment(weight.data), Alignment(out.data),
-          fuse ? Alignment(bias.data) : 0};
-  ASSIGN_OR_RETURN(Plan* plan, GetPlan(key, fuse ? bias.data : nullptr));
-  if (plan == nullptr && fuse) {
-    std::get<5>(key) = false;  // no fused-bias kernel for this shape: plain GEMM + AddBias
-    std::get<9>(key) = 0;
-    ASSIGN_OR_RETURN(plan, GetPlan(key, nullptr));
-  }
-  if (plan == nullptr) {
+  ASSIGN_OR_RETURN(const Choice c,
+                   Choose(rows, n, x.dim(1), x.dtype, out.dtype, fuse, Alignment(x.data),
+                          Alignment(weight.data), Alignment(out.data), fuse ? bias.data : nullptr));
+  if (c.plan == nullptr) {
     RETURN_IF_ERROR(GemmEx(x, weight, out));
     if (has_bias) RETURN_IF_ERROR(LaunchAddBias(bias, out, stream_));
     return absl::OkStatus();
   }
-  Plan& p = *plan;
+  Plan& p = *c.plan;
+  RETURN_IF_ERROR(SetRows(p, rows));
   if (p.fused_bias) {
     const void* bias_ptr = bias.data;
     RETURN_IF_CUBLAS_ERROR(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
@@ -200,7 +319,7 @@ absl::Status CublasLtGemm::Linear(Tensor x, Tensor weight, Tensor bias, Tensor o
   }
   const float alpha = 1.f, beta = 0.f;
   RETURN_IF_CUBLAS_ERROR(cublasLtMatmul(handle_, p.op, &alpha, weight.data, p.w, x.data, p.x,
-                                        &beta, out.data, p.out, out.data, p.out, &p.algo,
+                                        &beta, out.data, p.out, out.data, p.out, c.algo,
                                         workspace_->data(), workspace_->size(), stream_));
   if (has_bias && !p.fused_bias) RETURN_IF_ERROR(LaunchAddBias(bias, out, stream_));
   return absl::OkStatus();

@@ -11,10 +11,16 @@
 // want 16-byte aligned rows; a row of 172 bf16 values is not), the GEMM runs
 // through cublasGemmEx instead, which takes any leading dimension.
 //
-// A plan (descriptors, layouts and the heuristic's algorithm) is built once
-// per shape, dtype and pointer alignment and reused: a decode step runs the
-// same few shapes every time, and the heuristic query costs more than a small
-// GEMM.
+// Plans (descriptors, layouts and the heuristic's few best algorithms) are
+// made per bucket of row counts M, not per M: a server sees every M from 1 to
+// max_num_batched_tokens, and one plan per M would grow without bound. M is
+// rounded up to a power of two up to 256, then to a multiple of 256; the
+// heuristic runs once per bucket at its largest M. Its algorithms are chosen
+// for that exact shape, so before an algorithm runs at another M of the
+// bucket cublasLtMatmulAlgoCheck confirms it supports that M (first
+// candidate that does; none: cublasGemmEx), once per M, remembered. Warmup
+// makes the plans of the model's GEMMs and checks every decode M (1 ..
+// max_num_seqs) before the first step; the cache holds at most kMaxPlans.
 #pragma once
 
 #include <cublasLt.h>
@@ -24,8 +30,10 @@
 #include <map>
 #include <memory>
 #include <tuple>
+#include <vector>
 
 #include "absl/status/statusor.h"
+#include "kernels/backend.h"
 #include "kernels/cuda/cuda_resources.h"
 #include "kernels/tensor.h"
 
@@ -46,22 +54,54 @@ class CublasLtGemm {
   /// (CheckLinear). Enqueued on the stream.
   absl::Status Linear(Tensor x, Tensor weight, Tensor bias, Tensor out);
 
+  /// Plans every bucket of each GEMM up to its max_rows and checks an
+  /// algorithm for every M in 1 .. `decode_rows`, so that decode steps plan
+  /// nothing. Activations are assumed 256-byte aligned (cudaMalloc'ed, as
+  /// the model's are); another alignment is planned when first seen.
+  absl::Status Warmup(const std::vector<LinearLimits>& linears, int decode_rows);
+
+  /// The bucket holding `rows`, as its largest row count: powers of two up
+  /// to 256, then multiples of 256.
+  static int64_t BucketEnd(int64_t rows);
+  /// The bucket's smallest row count.
+  static int64_t BucketBegin(int64_t rows);
+
+  static constexpr size_t kMaxPlans = 1024;
+  static constexpr int kCandidates = 4;  // algorithms kept per plan
+  size_t num_plans() const { return plans_.size(); }
+
  private:
   struct Plan;
-  // rows, N, K, in dtype, out dtype, fused bias, alignments of x, W, out, bias (0: none).
+  // Bucket end, N, K, in dtype, out dtype, fused bias, alignments of x, W,
+  // out, bias (0: none).
   using Key = std::tuple<int64_t, int64_t, int64_t, int, int, bool, int, int, int, int>;
 
   explicit CublasLtGemm(cudaStream_t stream);  // defined where Plan is complete
   /// `bias`: the fused bias's pointer, which the heuristic needs (its alignment).
   absl::StatusOr<Plan*> GetPlan(const Key& key, const void* bias);
   absl::StatusOr<std::unique_ptr<Plan>> MakePlan(const Key& key, const void* bias);
+  /// The plan's algorithm for exactly `rows` (its layouts set to `rows`), or
+  /// null when none of its candidates supports that M.
+  absl::StatusOr<const cublasLtMatmulAlgo_t*> Select(Plan& plan, int64_t rows);
+  absl::Status SetRows(Plan& plan, int64_t rows);
+  /// The plan and algorithm for one call: the fused-bias plan, else the plain
+  /// one (AddBias after it), else {null, null}: cublasGemmEx.
+  struct Choice {
+    Plan* plan = nullptr;
+    const cublasLtMatmulAlgo_t* algo = nullptr;
+  };
+  absl::StatusOr<Choice> Choose(int64_t rows, int64_t n, int64_t k, DType in, DType out,
+                                bool fuse, int align_x, int align_w, int align_out,
+                                const void* bias);
   absl::Status GemmEx(Tensor x, Tensor weight, Tensor out);
 
   cudaStream_t stream_;
   cublasLtHandle_t handle_ = nullptr;
   cublasHandle_t fallback_ = nullptr;  // cublasGemmEx for shapes cuBLASLt declines
-  DeviceBufferPtr workspace_;
+  DeviceBufferPtr workspace_;          // shared by both handles (one stream)
   std::map<Key, std::unique_ptr<Plan>> plans_;  // null plan: use GemmEx
+  uint64_t uses_ = 0;                  // clock for evicting the least recently used plan
+  bool evict_logged_ = false;
 };
 
 }  // namespace kvserve::cuda

@@ -1,5 +1,6 @@
 #include "kernels/cuda/cuda_backend.h"
 
+#include <chrono>
 #include <cstring>
 #include <initializer_list>
 
@@ -78,6 +79,34 @@ absl::StatusOr<DeviceMemoryInfo> CudaBackend::MemoryInfo() {
   DeviceMemoryInfo info;
   RETURN_IF_CUDA_ERROR(cudaMemGetInfo(&info.free_bytes, &info.total_bytes));
   return info;
+}
+
+absl::Status CudaBackend::Reserve(const StepLimits& limits) {
+  const AttentionShape& shape = limits.attention;
+  if (shape.head_dim > 0) {
+    RETURN_IF_ERROR(DispatchHeadDim(shape.head_dim, [](auto) { return absl::OkStatus(); }));
+  }
+  const size_t floats =
+      shape.head_dim > 0 ? MaxDecodeWorkspaceFloats(limits.max_seqs, shape, limits.max_context,
+                                                    num_sms_)
+                         : 0;
+  if (floats > decode_workspace_floats_) {
+    // Before the first step: nothing queued reads the old buffer (cudaFree
+    // would wait for it anyway).
+    decode_workspace_.reset();
+    decode_workspace_floats_ = 0;
+    ASSIGN_OR_RETURN(decode_workspace_, CudaBuffer::Allocate(floats * sizeof(float)));
+    decode_workspace_floats_ = floats;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  RETURN_IF_ERROR(gemm_->Warmup(limits.linears, limits.max_seqs));
+  KV_LOG(INFO) << "CUDA backend: decode split workspace " << (decode_workspace_floats_ * 4 >> 20)
+               << " MiB for " << limits.max_seqs << " sequences of up to " << limits.max_context
+               << " tokens; " << gemm_->num_plans() << " GEMM plans in "
+               << std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                      .count()
+               << " ms";
+  return absl::OkStatus();
 }
 
 absl::Status CudaBackend::EnqueueErrorFetch() {
@@ -182,25 +211,21 @@ absl::Status CudaBackend::PrefillAttention(const PrefillAttentionParams& p) {
   return LaunchPrefillAttention(p, error, stream());
 }
 
-absl::Status CudaBackend::EnsureDecodeWorkspace(size_t floats) {
-  const size_t bytes = floats * sizeof(float);
-  if (decode_workspace_ != nullptr && decode_workspace_->size() >= bytes) return absl::OkStatus();
-  // Grow geometrically; the old buffer may still be read by queued kernels,
-  // and cudaFree waits for the device, so dropping it here is safe.
-  const size_t grown = std::max(bytes, decode_workspace_ ? 2 * decode_workspace_->size() : bytes);
-  decode_workspace_.reset();
-  ASSIGN_OR_RETURN(decode_workspace_, CudaBuffer::Allocate(grown));
-  return absl::OkStatus();
-}
-
 absl::Status CudaBackend::DecodeAttention(const DecodeAttentionParams& p) {
   RETURN_IF_ERROR(CheckDecodeAttention(p));
   RETURN_IF_ERROR(CheckServedAttentionShape(p.shape.head_dim, p.cache.block_size));
   RETURN_IF_ERROR(
       RequireAligned16("DecodeAttention", {&p.q, &p.k, &p.v, &p.out, &p.cache.k, &p.cache.v}));
   auto* error = static_cast<DeviceError*>(error_device_->data());
-  const DecodePlan plan = PlanDecodeAttention(p, num_sms_);
-  if (plan.workspace_floats > 0) RETURN_IF_ERROR(EnsureDecodeWorkspace(plan.workspace_floats));
+  // Within the workspace Reserve sized: no allocation here, ever.
+  const DecodePlan plan = PlanDecodeAttention(p, num_sms_, decode_workspace_floats_);
+  if (!decode_cap_logged_ &&
+      plan.num_splits < PlanDecodeAttention(p, num_sms_).num_splits) {
+    KV_LOG(WARNING) << "DecodeAttention: " << p.num_seqs << " sequences of up to "
+                    << p.max_context_len << " tokens exceed the reserved split workspace ("
+                    << decode_workspace_floats_ << " floats): fewer splits (slower, as exact)";
+    decode_cap_logged_ = true;
+  }
   RETURN_IF_ERROR(LaunchKvCacheWrite(p.k, p.v, p.slot_mapping, p.cache, error, stream()));
   float* workspace =
       plan.workspace_floats > 0 ? static_cast<float*>(decode_workspace_->data()) : nullptr;

@@ -48,6 +48,10 @@ class CudaBackend final : public Backend {
   std::string name() const override { return "cuda"; }
   DType compute_dtype() const override { return dtype_; }
   absl::StatusOr<DeviceMemoryInfo> MemoryInfo() override;
+  /// Refuses an attention shape the kernels do not serve (by name), sizes the
+  /// decode split workspace for the largest plan the limits allow, and plans
+  /// the GEMMs: after it no op allocates or synchronizes the device.
+  absl::Status Reserve(const StepLimits& limits) override;
 
   absl::StatusOr<DeviceBufferPtr> Allocate(size_t bytes) override;
   absl::Status CopyToDevice(const void* host, size_t bytes, void* device) override;
@@ -78,8 +82,6 @@ class CudaBackend final : public Backend {
   absl::Status TakeDeviceError();
   /// Enqueues the copy of the device error word into pinned memory.
   absl::Status EnqueueErrorFetch();
-  /// Grows the decode split workspace to at least `floats`.
-  absl::Status EnsureDecodeWorkspace(size_t floats);
 
   DType dtype_ = DType::kBFloat16;
   int num_sms_ = 1;
@@ -89,7 +91,11 @@ class CudaBackend final : public Backend {
   std::unique_ptr<CublasLtGemm> gemm_;
   DeviceBufferPtr error_device_;  // one DeviceError
   PinnedBuffer error_host_;       // its host mirror
+  // The decode split workspace, sized by Reserve (null before): a plan never
+  // asks for more than it holds (it takes fewer splits instead).
   DeviceBufferPtr decode_workspace_;
+  size_t decode_workspace_floats_ = 0;
+  bool decode_cap_logged_ = false;
 };
 
 }  // namespace kvserve::cuda

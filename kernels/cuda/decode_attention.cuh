@@ -60,6 +60,7 @@ template <typename T, int kHeadDim, int kBlockSize>
 __global__ void __launch_bounds__(kThreads) DecodeKernel(const __grid_constant__ Args<T> a) {
   constexpr int kDpl = kDimsPerLane<kHeadDim>;
   constexpr int kVec = kVec16<T>;
+  static_assert(kHeadDimFitsLayout<T, kHeadDim>, "head_dim does not fit the warp layout");
   __shared__ __align__(16) float s_q[kMaxGroup][kHeadDim];
   __shared__ __align__(16) float s_p[kWarps][kMaxGroup][kWarpSize];
   __shared__ float s_m[kWarps][kMaxGroup];

@@ -6,6 +6,9 @@
 
 #include <cuda_runtime.h>
 
+#include <cstddef>
+#include <cstdint>
+
 #include "absl/status/status.h"
 #include "kernels/cuda/device_error.h"
 #include "kernels/op_params.h"
@@ -23,8 +26,18 @@ struct DecodePlan {
 };
 
 /// Splits so that (sequences × KV heads × group chunks × splits) CTAs cover
-/// the device's `num_sms` about twice, with at least 128 keys per split.
-DecodePlan PlanDecodeAttention(const DecodeAttentionParams& p, int num_sms);
+/// the device's `num_sms` about twice, with at least 128 keys per split, and
+/// no more splits than `max_workspace_floats` of workspace can hold (the
+/// backend's reservation; down to one split, which needs none). Fewer splits
+/// are as exact, only slower for long contexts.
+DecodePlan PlanDecodeAttention(const DecodeAttentionParams& p, int num_sms,
+                               size_t max_workspace_floats = SIZE_MAX);
+
+/// The most workspace any plan for at most `max_seqs` sequences of
+/// `shape`, with contexts of at most `max_context`, can ask for: what the
+/// backend reserves once, so that a step never allocates.
+size_t MaxDecodeWorkspaceFloats(int max_seqs, const AttentionShape& shape, int64_t max_context,
+                                int num_sms);
 
 /// Computes p.out from p.q and the cache (the new token's K/V must be in it
 /// already). `workspace`: plan.workspace_floats floats (may be null when 0).

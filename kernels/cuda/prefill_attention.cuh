@@ -70,6 +70,7 @@ __global__ void __launch_bounds__(Config<kHeadDim>::kThreads)
     PrefillKernel(const __grid_constant__ Args<T> a) {
   using C = Config<kHeadDim>;
   constexpr int kVec = kVec16<T>;
+  static_assert(kHeadDimFitsLayout<T, kHeadDim>, "head_dim does not fit the warp layout");
   constexpr int kChunks = kHeadDim / kVec;  // 16-byte chunks per row
   extern __shared__ float4 smem4[];
   float* smem = reinterpret_cast<float*>(smem4);
