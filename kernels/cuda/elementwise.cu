@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "kernels/base/status_macros.h"
+#include "base/status_macros.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/dtype_dispatch.cuh"
 #include "kernels/cuda/elementwise.h"
