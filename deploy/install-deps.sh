@@ -20,6 +20,7 @@ BUILD_PACKAGES=(
   prometheus-cpp-dev
   nlohmann-json3-dev
   libpcre2-dev
+  libedit-dev
 )
 # Tests and tools: the Python client example/test, the load generator's plot,
 # and a virtualenv with PyPI's `tokenizers` for the tokenizer differential test.
@@ -27,11 +28,12 @@ TEST_PACKAGES=(
   python3 python3-grpcio python3-protobuf python3-venv python3-pip
   gnuplot-nox
   curl openssl
+  python3-jinja2
 )
 # What the installed server binary links at run time (used by the Dockerfile).
 RUNTIME_PACKAGES=(
   libgrpc++1.51 libgrpc29 libprotobuf32 libabsl20220623 libopenblas0-pthread
-  libpcre2-8-0 libprometheus-cpp-core1.0 libcpp-httplib0.11
+  libpcre2-8-0 libprometheus-cpp-core1.0 libcpp-httplib0.11 libedit2
 )
 
 case "${1:-}" in
