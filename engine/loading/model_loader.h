@@ -3,11 +3,13 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "engine/model/model_config.h"
 #include "engine/model/weight_source.h"
+#include "engine/text/chat_template_source.h"
 #include "engine/text/tokenizer.h"
 
 namespace kvserve {
@@ -17,6 +19,8 @@ struct ModelSource {
   ModelConfig config;
   std::unique_ptr<WeightSource> weights;
   std::unique_ptr<Tokenizer> tokenizer;  // null when the model has none
+  // The chat template, when the model ships one (chat is refused otherwise).
+  std::optional<ChatTemplateSource> chat_template;
 };
 
 /// `dir` empty: the built-in default model (random weights, byte tokenizer).
