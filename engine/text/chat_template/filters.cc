@@ -136,7 +136,10 @@ std::string JinjaTitle(const std::string& s) {
   std::string out;
   std::string word;
   auto flush = [&] {
-    if (!word.empty()) out += PyUpper(word.substr(0, 1)) + PyLower(word.substr(1));
+    if (!word.empty()) {
+      size_t first_end = CodepointOffsets(word)[1];
+      out += PyUpper(word.substr(0, first_end)) + PyLower(word.substr(first_end));
+    }
     word.clear();
   };
   for (char c : s) {

@@ -38,20 +38,6 @@ int64_t RequireInt(const Value& v, const char* test) {
   return v.as_integral();
 }
 
-bool HasCase(const std::string& s, bool upper) {
-  bool cased = false;
-  for (char c : s) {
-    if (c >= 'a' && c <= 'z') {
-      if (upper) return false;
-      cased = true;
-    } else if (c >= 'A' && c <= 'Z') {
-      if (!upper) return false;
-      cased = true;
-    }
-  }
-  return cased;
-}
-
 const std::map<std::string_view, TestFn>& Tests() {
   static const auto* tests = new std::map<std::string_view, TestFn>{
       {"boolean", NoArgs("boolean", [](const Value& v) { return v.is_bool(); })},
@@ -75,8 +61,8 @@ const std::map<std::string_view, TestFn>& Tests() {
          return v.is_string() || v.is_dict() || v.is_undefined() ||
                 (v.is_list() && v.as_list().kind != ListKind::kGenerator);
        })},
-      {"lower", NoArgs("lower", [](const Value& v) { return v.is_string() && HasCase(v.as_string(), false); })},
-      {"upper", NoArgs("upper", [](const Value& v) { return v.is_string() && HasCase(v.as_string(), true); })},
+      {"lower", NoArgs("lower", [](const Value& v) { return v.is_string() && PyIsLower(v.as_string()); })},
+      {"upper", NoArgs("upper", [](const Value& v) { return v.is_string() && PyIsUpper(v.as_string()); })},
       {"odd", NoArgs("odd", [](const Value& v) {
          int64_t i = RequireInt(v, "odd");
          return ((i % 2) + 2) % 2 == 1;
