@@ -159,11 +159,9 @@ def conversations():
     ]
 
 
-def python_render(env, source, context):
-    try:
-        template = env.from_string(source)
-    except jinja2.TemplateError as e:
-        return {"error": f"syntax: {e}", "exception": False}
+def python_render(template, context):
+    if isinstance(template, jinja2.TemplateError):
+        return {"error": f"syntax: {template}", "exception": False}
     try:
         return {"text": template.render(**context)}
     except TemplateException as e:
@@ -207,10 +205,14 @@ def main():
             failures.append(f"{template_name}: tool failed: {proc.stderr.decode(errors='replace')}")
             continue
         ours = json.loads(proc.stdout)
+        try:
+            template = env.from_string(source)
+        except jinja2.TemplateError as e:
+            template = e
         template_identical = 0
         for case, context, got in zip(names, contexts, ours):
             total += 1
-            want = python_render(env, source, copy.deepcopy(context))
+            want = python_render(template, copy.deepcopy(context))
             if "text" in want and "text" in got and want["text"] == got["text"]:
                 identical += 1
                 template_identical += 1

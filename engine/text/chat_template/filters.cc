@@ -22,7 +22,7 @@ using FilterFn = std::function<Value(Interpreter&, const Value&, CallArgs&)>;
 // jinja2 3.1's built-in filters that kvserve does not implement: templates
 // using them parse (as in jinja2) and fail when the filter runs.
 constexpr std::string_view kUnsupported[] = {
-    "batch",  "center",    "filesizeformat", "groupby",  "pprint",   "random",
+    "center",    "filesizeformat", "groupby",  "pprint",   "random",
     "slice",  "striptags", "truncate",       "urlencode", "urlize",  "wordcount",
     "wordwrap", "xmlattr"};
 
@@ -244,6 +244,26 @@ const std::map<std::string_view, FilterFn>& Filters() {
       {"attr", [](Interpreter& interp, const Value& v, CallArgs& a) {
          BoundArgs b("attr", a, {"name"});
          return interp.GetAttr(v, b.String(0, ""));
+       }},
+      {"batch", [](Interpreter&, const Value& v, CallArgs& a) {
+         BoundArgs b("batch", a, {"linecount", "fill_with"});
+         int64_t size = b.Int(0, 0);
+         if (size <= 0) Fail("batch(): linecount must be a positive integer");
+         std::vector<Value> batches, current;
+         for (const Value& item : Iterate(v)) {
+           current.push_back(item);
+           if (static_cast<int64_t>(current.size()) == size) {
+             batches.push_back(Value::MakeList(std::move(current)));
+             current.clear();
+           }
+         }
+         if (!current.empty()) {
+           if (b.Has(1) && !b.Get(1).is_none()) {
+             while (static_cast<int64_t>(current.size()) < size) current.push_back(b.Get(1));
+           }
+           batches.push_back(Value::MakeList(std::move(current)));
+         }
+         return Value::MakeList(std::move(batches), ListKind::kGenerator);
        }},
       {"capitalize", [](Interpreter&, const Value& v, CallArgs& a) {
          BoundArgs("capitalize", a, {});

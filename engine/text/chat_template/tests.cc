@@ -41,7 +41,8 @@ int64_t RequireInt(const Value& v, const char* test) {
 const std::map<std::string_view, TestFn>& Tests() {
   static const auto* tests = new std::map<std::string_view, TestFn>{
       {"boolean", NoArgs("boolean", [](const Value& v) { return v.is_bool(); })},
-      {"callable", NoArgs("callable", [](const Value& v) { return v.is_callable(); })},
+      // jinja2's Undefined defines __call__ (calling it fails), so it counts.
+      {"callable", NoArgs("callable", [](const Value& v) { return v.is_callable() || v.is_undefined(); })},
       {"defined", NoArgs("defined", [](const Value& v) { return !v.is_undefined(); })},
       {"undefined", NoArgs("undefined", [](const Value& v) { return v.is_undefined(); })},
       {"none", NoArgs("none", [](const Value& v) { return v.is_none(); })},
