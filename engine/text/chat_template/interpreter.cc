@@ -84,6 +84,21 @@ std::vector<int64_t> SliceIndices(int64_t n, const Value& start_v, const Value& 
   return out;
 }
 
+bool HoldsReference(const Value& value) {
+  if (value.is_namespace() || value.is_callable()) return true;
+  if (value.is_list()) {
+    for (const Value& item : value.as_list().items) {
+      if (HoldsReference(item)) return true;
+    }
+  }
+  if (value.is_dict()) {
+    for (const auto& [k, v] : value.as_dict().entries) {
+      if (HoldsReference(v)) return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 const Value* Frame::Find(std::string_view name) const {
@@ -178,6 +193,13 @@ void Interpreter::ExecSet(const Stmt& stmt, Frame& frame) {
   if (!target.is_namespace()) {
     Fail(absl::StrCat("line ", stmt.line, ": cannot assign attribute on non-namespace object '",
                       stmt.targets[0], "'"));
+  }
+  // A namespace holding a namespace or a function could close a reference
+  // cycle (ns.self = ns), which shared ownership would leak; templates never
+  // need either, so both are refused.
+  if (HoldsReference(value)) {
+    Fail(absl::StrCat("line ", stmt.line, ": a namespace attribute cannot hold a namespace or a function (",
+                      stmt.targets[0], ".", stmt.name, ")"));
   }
   target.as_namespace().attributes.Set(stmt.name, std::move(value));
 }

@@ -11,6 +11,10 @@
 namespace kvserve::chat_template {
 namespace {
 
+// Bounds the parser's (and so the interpreter's) recursion: nested blocks,
+// brackets and unary operators beyond this are refused, not a stack overflow.
+constexpr int kMaxNesting = 192;
+
 ExprPtr MakeExpr(ExprKind kind, int line) {
   auto e = std::make_unique<Expr>();
   e->kind = kind;
@@ -63,6 +67,7 @@ class Parser {
   // Parses statements until a block tag named in `end_tags`; leaves the tag's
   // name in *end_tag and the position after it.
   Body ParseBody(std::initializer_list<std::string_view> end_tags, std::string* end_tag) {
+    NestingGuard guard(this);
     Body body;
     while (true) {
       const Token& t = Peek();
@@ -285,6 +290,7 @@ class Parser {
   }
 
   ExprPtr ParseExpression() {
+    NestingGuard guard(this);
     ExprPtr value = ParseOr();
     while (IsName("if")) {
       int line = Next().line;
@@ -329,6 +335,7 @@ class Parser {
   }
 
   ExprPtr ParseNot() {
+    NestingGuard guard(this);
     if (IsName("not")) {
       int line = Next().line;
       ExprPtr e = MakeExpr(ExprKind::kUnary, line);
@@ -408,6 +415,7 @@ class Parser {
   }
 
   ExprPtr ParseUnary(bool with_filter) {
+    NestingGuard guard(this);
     ExprPtr node;
     if (IsOp("-") || IsOp("+")) {
       const Token& t = Next();
@@ -626,9 +634,25 @@ class Parser {
     }
   }
 
+  // Counts one level of nesting while alive.
+  class NestingGuard {
+   public:
+    explicit NestingGuard(Parser* parser) : parser_(parser) {
+      if (++parser_->nesting_ > kMaxNesting) {
+        parser_->Error(parser_->Peek(), absl::StrCat("blocks or expressions nest more than ",
+                                                     kMaxNesting, " levels deep"));
+      }
+    }
+    ~NestingGuard() { --parser_->nesting_; }
+
+   private:
+    Parser* parser_;
+  };
+
   std::vector<Token> tokens_;
   size_t pos_ = 0;
   int loop_depth_ = 0;
+  int nesting_ = 0;
 };
 
 }  // namespace
