@@ -17,6 +17,7 @@ import copy
 import datetime
 import json
 import os
+import random
 import subprocess
 import sys
 
@@ -159,6 +160,44 @@ def conversations():
     ]
 
 
+def random_conversations(count, seed=20261124):
+    """Seeded random conversations: role orders templates accept and reject,
+    tool calls and results, and content drawn from awkward strings."""
+    rng = random.Random(seed)
+    texts = ["Hello", "", " padded ", "multi\nline\n\ntext", "emoji 😀🎉 and CJK 漢字かな",
+             "tabs\tand\r\nCRLF", "quotes ' \" \\ backslash", "{{ not a tag }} {% nor this %}",
+             "<think>\nreasoning\n</think>\n\nanswer", "  \u3000wide space\u00a0", "ÀÉÎÕÜ straße ǅ",
+             "<tool_response>x</tool_response>", "1.0", "a" * 300]
+    out = []
+    for i in range(count):
+        messages = []
+        if rng.random() < 0.4:
+            messages.append(system(rng.choice(texts)))
+        for _ in range(rng.randint(0, 7)):
+            r = rng.random()
+            if r < 0.4:
+                messages.append(user(rng.choice(texts)))
+            elif r < 0.75:
+                messages.append(assistant(rng.choice(texts)))
+            elif r < 0.85:
+                calls = [tool_call(rng.choice(["get_weather", "search"]),
+                                   {"city": rng.choice(texts), "n": rng.choice([1, 2.5, True, None])},
+                                   rng.choice(["call12345", "short", "abcdefghi"]))
+                         for _ in range(rng.randint(1, 2))]
+                messages.append({"role": "assistant", "content": rng.choice([None, "", "Calling."]),
+                                 "tool_calls": calls})
+            elif r < 0.95:
+                messages.append({"role": "tool", "tool_call_id": "call12345", "content": rng.choice(texts)})
+            else:
+                messages.append({"role": rng.choice(["narrator", "function", "developer"]),
+                                 "content": rng.choice(texts)})
+        extra = {}
+        if rng.random() < 0.3:
+            extra["tools"] = rng.choice([TOOLS, [WEATHER_TOOL], []])
+        out.append((f"random{i}", messages, extra))
+    return out
+
+
 def python_render(template, context):
     if isinstance(template, jinja2.TemplateError):
         return {"error": f"syntax: {template}", "exception": False}
@@ -185,7 +224,7 @@ def main():
         return 1
 
     contexts, names = [], []
-    for name, messages, extra in conversations():
+    for name, messages, extra in conversations() + random_conversations(60):
         for add_generation_prompt in (False, True):
             context = {"messages": copy.deepcopy(messages), "add_generation_prompt": add_generation_prompt,
                        "bos_token": "<s>", "eos_token": "</s>"}
