@@ -76,6 +76,24 @@ SEARCH_TOOL = {
         "parameters": {"type": "object", "properties": {"query": {"type": "string"}, "top_k": {"type": "number"}}},
     },
 }
+TRIP_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "plan_trip",
+        "description": "Plan a trip with stops",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "stops": {"type": "array", "items": {"type": "string"}, "description": " ordered stops "},
+                "budget": {"type": ["number", "null"], "description": "EUR"},
+                "prefs": {"type": "object", "additionalProperties": {"type": "boolean"}},
+                "notes": {"description": "free text"},
+            },
+            "required": ["stops"],
+        },
+        "return": {"type": "array", "items": {"type": "object"}, "description": "the itinerary"},
+    },
+}
 TOOLS = [WEATHER_TOOL, SEARCH_TOOL]
 
 
@@ -138,6 +156,7 @@ def conversations():
         ("system_only", [system("Only a system prompt.")], {}),
         ("empty_messages", [], {}),
         ("tools_no_calls", [user("What's the weather in Paris?")], {"tools": TOOLS}),
+        ("three_tools", [system("Plan."), user("Plan Rome then Naples")], {"tools": TOOLS + [TRIP_TOOL]}),
         ("tools_system", [system("You can use tools."), user("Weather in Paris?")], {"tools": TOOLS}),
         ("tool_call_flow", [user("What's the weather in Paris?"), weather_call, tool_result,
                             assistant("It is 21.5°C and clear in Paris.")], {"tools": TOOLS}),
@@ -193,7 +212,7 @@ def random_conversations(count, seed=20261124):
                                  "content": rng.choice(texts)})
         extra = {}
         if rng.random() < 0.3:
-            extra["tools"] = rng.choice([TOOLS, [WEATHER_TOOL], []])
+            extra["tools"] = rng.choice([TOOLS, [WEATHER_TOOL], [TRIP_TOOL, SEARCH_TOOL], []])
         out.append((f"random{i}", messages, extra))
     return out
 
