@@ -85,7 +85,7 @@ TRIP_TOOL = {
             "type": "object",
             "properties": {
                 "stops": {"type": "array", "items": {"type": "string"}, "description": " ordered stops "},
-                "budget": {"type": ["number", "null"], "description": "EUR"},
+                "budget": {"type": ["number", "integer"], "description": "EUR"},
                 "prefs": {"type": "object", "additionalProperties": {"type": "boolean"}},
                 "notes": {"description": "free text"},
             },
