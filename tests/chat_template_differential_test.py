@@ -175,6 +175,10 @@ def conversations():
                                                                  "date_string": "01 Jan 2025"}),
         ("no_thinking", [user("Quick answer please")], {"enable_thinking": False}),
         ("named_message", [user("Hi"), {"role": "assistant", "content": "Hello", "name": "bot"}], {}),
+        ("content_parts", [{"role": "system", "content": [{"type": "text", "text": "Describe images."}]},
+                           {"role": "user", "content": [{"type": "text", "text": " What is this? "}, {"type": "image"}]},
+                           assistant("A cat."), {"role": "user", "content": [{"type": "text", "text": "Más 🐱"}]}], {}),
+        ("none_content", [user("Hi"), {"role": "assistant", "content": None}], {}),
         ("numbers_content", [user("1.0 and 1e16 and -0.0"), assistant("ok")], {"custom_number": 1.0}),
     ]
 
