@@ -21,10 +21,9 @@ namespace {
 
 // jinja2 3.1's built-in filters that kvserve does not implement: templates
 // using them parse (as in jinja2) and fail when the filter runs.
-constexpr std::string_view kUnsupported[] = {
-    "center",    "filesizeformat", "groupby",  "pprint",   "random",
-    "slice",  "striptags", "truncate",       "urlencode", "urlize",  "wordcount",
-    "wordwrap", "xmlattr"};
+constexpr std::string_view kUnsupported[] = {"filesizeformat", "groupby", "pprint",   "random",
+                                             "slice",          "striptags", "truncate", "urlencode",
+                                             "urlize",         "wordcount", "wordwrap", "xmlattr"};
 
 Value ToJsonFilter(Interpreter&, const Value& input, CallArgs& args) {
   BoundArgs bound("tojson", args, {"ensure_ascii", "indent", "separators", "sort_keys"});
@@ -163,6 +162,16 @@ const FilterMap& Filters() {
          BoundArgs b("attr", a, {"name"});
          return interp.GetAttr(v, b.String(0, ""));
        }},
+      {"center", [](Interpreter&, const Value& v, CallArgs& a) {
+         BoundArgs b("center", a, {"width"});
+         std::string s = ToStr(v);
+         int64_t width = b.Int(0, 80);
+         int64_t margin = width - static_cast<int64_t>(CountCodepoints(s));
+         if (margin <= 0) return Value(s);
+         // CPython's str.center puts the odd space on the left when width is odd.
+         int64_t left = margin / 2 + (margin & width & 1);
+         return Value(std::string(left, ' ') + s + std::string(margin - left, ' '));
+       }},
       {"capitalize", [](Interpreter&, const Value& v, CallArgs& a) {
          BoundArgs("capitalize", a, {});
          return Value(PyCapitalize(ToStr(v)));
@@ -202,6 +211,11 @@ const FilterMap& Filters() {
        }},
       {"indent", [](Interpreter&, const Value& v, CallArgs& a) {
          BoundArgs b("indent", a, {"width", "first", "blank"});
+         // jinja2 appends "\n" to its input, which only a string allows.
+         if (!v.is_string()) {
+           FailIfUndefined(v);
+           Fail(absl::StrCat("indent(): expected a string, got ", v.TypeName()));
+         }
          Value width = b.GetOr(0, Value(4));
          if (!width.is_string() && !width.is_int() && !width.is_bool()) {
            Fail("indent(): width must be an integer or a string");
@@ -242,7 +256,8 @@ const FilterMap& Filters() {
          int64_t precision = b.Int(0, 0);
          std::string method = b.String(1, "common");
          double x = v.as_double();
-         if (method == "common") return Value(PyRound(x, precision));
+         // round() of an int (or bool) is an int in Python.
+         if (method == "common") return v.is_float() ? Value(PyRound(x, precision)) : Value(v.as_integral());
          double scale = std::pow(10.0, static_cast<double>(precision));
          if (method == "ceil") return Value(std::ceil(x * scale) / scale);
          if (method == "floor") return Value(std::floor(x * scale) / scale);

@@ -346,7 +346,10 @@ std::string PercentFormat(const std::string& format, const Value& args) {
       default: Fail(absl::StrCat("unsupported format character '", std::string(1, conv), "'"));
     }
   }
-  if (next < positional.size() && !args.is_dict()) Fail("not all arguments converted during string formatting");
+  // Python treats any non-tuple, non-str argument with __getitem__ (a dict, a
+  // list) as a mapping, and leftover mappings are no error.
+  bool mapping_like = args.is_dict() || (args.is_list() && args.as_list().kind == ListKind::kList);
+  if (next < positional.size() && !mapping_like) Fail("not all arguments converted during string formatting");
   return out;
 }
 

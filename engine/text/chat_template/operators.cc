@@ -124,10 +124,11 @@ Value BinaryOp(const std::string& op, const Value& a, const Value& b) {
     if (numbers) return Value(a.as_double() * b.as_double());
     if (a.is_string() && IsIntegral(b)) return Value(RepeatString(a.as_string(), b.as_integral()));
     if (IsIntegral(a) && b.is_string()) return Value(RepeatString(b.as_string(), a.as_integral()));
-    if (a.is_list() && IsIntegral(b) && a.as_list().kind != ListKind::kGenerator &&
-        a.as_list().kind != ListKind::kView) {
-      return Repeat(a.as_list().items, a.as_list().kind, b.as_integral());
-    }
+    auto repeatable = [](const Value& v) {
+      return v.is_list() && v.as_list().kind != ListKind::kGenerator && v.as_list().kind != ListKind::kView;
+    };
+    if (repeatable(a) && IsIntegral(b)) return Repeat(a.as_list().items, a.as_list().kind, b.as_integral());
+    if (IsIntegral(a) && repeatable(b)) return Repeat(b.as_list().items, b.as_list().kind, a.as_integral());
     FailOperands(op, a, b);
   }
   if (op == "/") {

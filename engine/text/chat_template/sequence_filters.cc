@@ -57,6 +57,9 @@ Value SelectOrReject(Interpreter& interp, const Value& input, CallArgs& args, bo
     test_args.keyword = args.keyword;
   }
   std::vector<Value> out;
+  // jinja2's generators start with `if value:`, so a falsy input (None, 0,
+  // false, "") gives nothing instead of failing to iterate.
+  if (!Truthy(input)) return Value::MakeList({}, ListKind::kGenerator);
   for (const Value& item : Iterate(input)) {
     Value subject = by_attribute ? GetPath(interp, item, attribute) : item;
     CallArgs call = test_args;
@@ -68,6 +71,7 @@ Value SelectOrReject(Interpreter& interp, const Value& input, CallArgs& args, bo
 
 Value MapFilter(Interpreter& interp, const Value& input, CallArgs& args) {
   std::vector<Value> out;
+  if (!Truthy(input)) return Value::MakeList({}, ListKind::kGenerator);  // as select's
   std::vector<Value> items = Iterate(input);
   if (args.positional.empty()) {
     BoundArgs bound("map", args, {"attribute", "default"});

@@ -62,8 +62,9 @@ const std::map<std::string_view, TestFn>& Tests() {
          return v.is_string() || v.is_dict() || v.is_undefined() ||
                 (v.is_list() && v.as_list().kind != ListKind::kGenerator);
        })},
-      {"lower", NoArgs("lower", [](const Value& v) { return v.is_string() && PyIsLower(v.as_string()); })},
-      {"upper", NoArgs("upper", [](const Value& v) { return v.is_string() && PyIsUpper(v.as_string()); })},
+      // jinja2 tests str(value), so a dict printed in lower case "is lower".
+      {"lower", NoArgs("lower", [](const Value& v) { return PyIsLower(ToStr(v)); })},
+      {"upper", NoArgs("upper", [](const Value& v) { return PyIsUpper(ToStr(v)); })},
       {"odd", NoArgs("odd", [](const Value& v) {
          int64_t i = RequireInt(v, "odd");
          return ((i % 2) + 2) % 2 == 1;

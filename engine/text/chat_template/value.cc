@@ -342,6 +342,11 @@ bool Contains(const Value& haystack, const Value& needle) {
       }
       return haystack.as_string().find(needle.as_string()) != std::string::npos;
     case Value::Kind::kDict:
+      // Python hashes the needle first: lists, dicts and namespaces cannot be keys.
+      if (needle.is_dict() || needle.is_namespace() ||
+          (needle.is_list() && needle.as_list().kind != ListKind::kTuple)) {
+        Fail(absl::StrCat("unhashable type: '", needle.TypeName(), "'"));
+      }
       return needle.is_string() && haystack.as_dict().Find(needle.as_string()) != nullptr;
     case Value::Kind::kUndefined: return false;
     case Value::Kind::kList:
