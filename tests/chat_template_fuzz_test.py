@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Random expressions through kvserve's Jinja interpreter and Python jinja2.
+"""Random expressions and template structures: kvserve's Jinja interpreter
+against Python jinja2.
 
 Builds seeded random `{{ expression }}` templates from literals, variables,
 operators, filters, tests and inline ifs (up to three levels deep), renders
@@ -8,7 +9,7 @@ configures it (chat_template_differential_test.make_environment), and requires
 identical text or an error from both. Found: filters over falsy values,
 int * list, and `%` with a list argument.
 
-Usage: chat_template_expression_fuzz_test.py --tool PATH [--seeds 1 2 3] [--count 300]
+Usage: chat_template_fuzz_test.py --tool PATH [--structure] [--seeds 1 2 3] [--count 300]
 """
 import argparse
 import copy
@@ -33,7 +34,7 @@ FILTERS = ["length", "list", "first", "last", "upper", "lower", "trim", "string"
            "selectattr('k') | list", "reject('none') | list", "round(1)", "indent(2)", "center"]
 TESTS = ["defined", "none", "string", "number", "mapping", "iterable", "sequence", "odd", "even", "integer",
          "float", "boolean", "true", "callable", "lower", "upper", "in [1, 'a']", "eq 1", "divisibleby 2"]
-CONTEXT = {"x": 3, "s": "héllo Wörld", "xs": [3, "b", 1.5, None], "d": {"k": "v", "n": 2}, "u": "  ß ǅ  "}
+CONTEXT = {"n": 2, "v": "V", "x": 3, "s": "héllo Wörld", "xs": [3, "b", 1.5, None], "d": {"k": "v", "n": 2}, "u": "  ß ǅ  "}
 
 
 def expression(rng, depth=0):
@@ -51,11 +52,51 @@ def expression(rng, depth=0):
     return f"(not {expression(rng, depth + 1)})"
 
 
+WHITESPACE = ["", " ", "  ", "\n", "\n  ", "  \n", "\n\n", "\t", " \n \n  "]
+
+
+def structure(rng, depth=0):
+    """Random text, tags and comments with random whitespace and whitespace
+    control ({%- -%} {%+ +%}), nested if/else and for: the lexer's trim_blocks
+    and lstrip_blocks rules. `set` assigns a name nothing reads (see
+    docs/chat_templates.md on jinja2's compile-time scoping)."""
+    def ws():
+        return rng.choice(WHITESPACE)
+
+    def tag(kind, body):
+        close = {"{": "}", "%": "%", "#": "#"}[kind]
+        signs = ["", "", "-", "+"] if kind != "{" else ["", "", "-"]
+        return ("{" + kind + rng.choice(signs) + rng.choice(["", " "]) + body + rng.choice(["", " "]) +
+                rng.choice(signs) + close + "}")
+
+    parts = []
+    for _ in range(rng.randint(1, 4)):
+        r = rng.random()
+        if r < 0.25 or depth > 2:
+            parts.append(ws() + rng.choice(["a", "b c", "x", ""]) + ws())
+        elif r < 0.45:
+            parts.append(ws() + tag("{", rng.choice(["v", "loop.index", "'t'", "n ~ '!'"]).replace(
+                "loop.index", "loop.index" if depth else "n")) + ws())
+        elif r < 0.55:
+            parts.append(ws() + tag("#", " note ") + ws())
+        elif r < 0.75:
+            else_part = tag("%", "else") + structure(rng, depth + 1) if rng.random() < 0.4 else ""
+            parts.append(ws() + tag("%", "if " + rng.choice(["true", "false", "n > 1"])) +
+                         structure(rng, depth + 1) + else_part + tag("%", "endif") + ws())
+        elif r < 0.9:
+            parts.append(ws() + tag("%", "for v in [1, 2]") + structure(rng, depth + 1) + tag("%", "endfor") + ws())
+        else:
+            parts.append(ws() + tag("%", "set unused = " + rng.choice(["1", "n"])) + ws())
+    return "".join(parts)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--tool", required=True)
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--count", type=int, default=300)
+    parser.add_argument("--structure", action="store_true",
+                        help="random whitespace and tag structure instead of expressions")
     args = parser.parse_args()
 
     env = differential.make_environment()
@@ -69,7 +110,7 @@ def main():
         for seed in args.seeds:
             rng = random.Random(seed)
             for _ in range(args.count):
-                source = "{{ " + expression(rng) + " }}"
+                source = structure(rng) if args.structure else "{{ " + expression(rng) + " }}"
                 with open(template_path, "w") as f:
                     f.write(source)
                 proc = subprocess.run([args.tool, "--batch", template_path, context_path], capture_output=True,
@@ -90,7 +131,8 @@ def main():
                     both_error += 1
                 else:
                     failures.append(f"{source}\n  jinja2:  {want}\n  kvserve: {got}")
-    print(f"chat template expression fuzz: {total} expressions (seeds {args.seeds}); identical text {identical}, "
+    kind = "templates" if args.structure else "expressions"
+    print(f"chat template fuzz: {total} random {kind} (seeds {args.seeds}); identical text {identical}, "
           f"error from both {both_error}, mismatches {len(failures)}")
     for failure in failures[:20]:
         print("MISMATCH", failure)
