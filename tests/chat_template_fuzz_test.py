@@ -7,7 +7,8 @@ operators, filters, tests and inline ifs (up to three levels deep), renders
 each with kvserve-render-template and with jinja2 configured as transformers
 configures it (chat_template_differential_test.make_environment), and requires
 identical text or an error from both. Found: filters over falsy values,
-int * list, and `%` with a list argument.
+int * list, `%` with a list argument, and (structures) jinja2's compile-time
+scoping.
 
 Usage: chat_template_fuzz_test.py --tool PATH [--structure] [--seeds 1 2 3] [--count 300]
 """
@@ -58,8 +59,8 @@ WHITESPACE = ["", " ", "  ", "\n", "\n  ", "  \n", "\n\n", "\t", " \n \n  "]
 def structure(rng, depth=0):
     """Random text, tags and comments with random whitespace and whitespace
     control ({%- -%} {%+ +%}), nested if/else and for: the lexer's trim_blocks
-    and lstrip_blocks rules. `set` assigns a name nothing reads (see
-    docs/chat_templates.md on jinja2's compile-time scoping)."""
+    and lstrip_blocks rules, and jinja2's compile-time scoping (`set n` where
+    loops before and after read the caller's `n`)."""
     def ws():
         return rng.choice(WHITESPACE)
 
@@ -86,7 +87,7 @@ def structure(rng, depth=0):
         elif r < 0.9:
             parts.append(ws() + tag("%", "for v in [1, 2]") + structure(rng, depth + 1) + tag("%", "endfor") + ws())
         else:
-            parts.append(ws() + tag("%", "set unused = " + rng.choice(["1", "n"])) + ws())
+            parts.append(ws() + tag("%", "set n = " + rng.choice(["1", "n", "3"])) + ws())
     return "".join(parts)
 
 

@@ -231,6 +231,41 @@ TEST(ChatTemplateTable, Loop) {
   });
 }
 
+TEST(ChatTemplateTable, Scoping) {
+  ExpectRenders({
+      {"{{ n }}{% set n = 5 %}{{ n }}",
+       "{\"n\": 2, \"c\": false}",
+       "25"},
+      {"{% if true %}{{ n }}{% endif %}{% set n = 5 %}{{ n }}",
+       "{\"n\": 2, \"c\": false}",
+       "25"},
+      {"{% for i in [1] %}{{ n }}{% set n = 5 %}{{ n }}{% endfor %}|{{ n }}",
+       "{\"n\": 2, \"c\": false}",
+       "25|2"},
+      {"{% for i in [1] %}[{{ n }}]{% endfor %}{% set n = 5 %}{{ n }}",
+       "{\"n\": 2, \"c\": false}",
+       "[]5"},
+      {"{% set x = 0 %}{% for i in [1, 2] %}{{ x }}{% set x = i %}{{ x }}{% endfor %}{{ x }}",
+       "{\"n\": 2, \"c\": false}",
+       "01020"},
+      {"{% for i in [1, 2] %}{% for j in [1] %}[{{ n }}]{% endfor %}{% set n = 7 %}{% endfor %}",
+       "{\"n\": 2, \"c\": false}",
+       "[][]"},
+      {"{% macro m() %}{{ n }}{% set n = 3 %}{{ n }}{% endmacro %}{{ m() }}",
+       "{\"n\": 2, \"c\": false}",
+       "23"},
+      {"{% for i in [1] %}{% if false %}{% set n = 3 %}{% endif %}{{ n }}{% endfor %}",
+       "{\"n\": 2, \"c\": false}",
+       "2"},
+      {"{% macro m() %}[{{ n }}]{% endmacro %}{{ m() }}{% set n = 1 %}{{ m() }}",
+       "{\"n\": 2, \"c\": false}",
+       "[][1]"},
+      {"{% if c %}{% set n = 1 %}{% else %}{% set n = 2 %}{% endif %}{% for i in [1] %}{{ n }}{% endfor %}",
+       "{\"n\": 2, \"c\": false}",
+       "2"},
+  });
+}
+
 TEST(ChatTemplateTable, Macro) {
   ExpectRenders({
       {"{% macro greet(name, greeting='Hello', punct='!') %}{{ greeting }}, {{ name }}{{ punct }}{% endmacro %}{{ greet('Ann') }} {{ greet('Bob', 'Hi') }} {{ greet('Cy', punct='?') }}",

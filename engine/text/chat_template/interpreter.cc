@@ -19,6 +19,12 @@ constexpr int kMaxCallDepth = 200;
 
 bool IsIntegral(const Value& v) { return v.is_int() || v.is_bool(); }
 
+// Starts a scope with the names jinja2 makes its own undefined variables
+// (scope_analysis.h).
+void DeclareUndefined(const std::vector<std::string>& names, Frame& frame) {
+  for (const std::string& name : names) frame.Set(name, Value::MakeUndefined(name));
+}
+
 bool HoldsReference(const Value& value) {
   if (value.is_namespace() || value.is_callable()) return true;
   if (value.is_list()) {
@@ -58,6 +64,7 @@ void Frame::Set(const std::string& name, Value value) {
 Interpreter::Interpreter(const Program& program, Dict context) : program_(program) {
   root_ = &NewFrame(nullptr);
   root_->vars = std::move(context.entries);
+  DeclareUndefined(program.undefined_at_entry, *root_);
 }
 
 Frame& Interpreter::NewFrame(Frame* parent) {
@@ -149,6 +156,7 @@ void Interpreter::ExecFor(const Stmt& stmt, Frame& frame, std::string& out) {
     std::vector<Value> kept;
     for (Value& item : items) {
       scope.vars.clear();
+      DeclareUndefined(stmt.undefined_at_entry, scope);
       Assign(stmt, scope, item);
       if (Truthy(Eval(*stmt.filter, scope))) kept.push_back(std::move(item));
     }
@@ -157,6 +165,7 @@ void Interpreter::ExecFor(const Stmt& stmt, Frame& frame, std::string& out) {
   const int64_t n = static_cast<int64_t>(items.size());
   for (int64_t i = 0; i < n; ++i) {
     scope.vars.clear();
+    DeclareUndefined(stmt.undefined_at_entry, scope);
     Dict loop;
     loop.Set("index", Value(i + 1));
     loop.Set("index0", Value(i));
@@ -196,6 +205,7 @@ Value Interpreter::MakeMacro(const Stmt& stmt, Frame& frame) {
                         ") exceeded"));
     }
     Frame& scope = interp.NewFrame(closure);
+    DeclareUndefined(macro->undefined_at_entry, scope);
     std::vector<bool> given(n, false);
     for (size_t i = 0; i < args.positional.size(); ++i) {
       scope.Set(macro->targets[i], args.positional[i]);

@@ -4,6 +4,7 @@
 #include "absl/strings/str_join.h"
 #include "engine/text/chat_template/lexer.h"
 #include "engine/text/chat_template/parser_impl.h"
+#include "engine/text/chat_template/scope_analysis.h"
 
 namespace kvserve::chat_template {
 
@@ -243,6 +244,10 @@ StmtPtr Parser::ParseMacro(StmtPtr s) {
   return s;
 }
 
-Program ParseTemplate(std::string_view source) { return Parser(Tokenize(source)).Run(); }
+Program ParseTemplate(std::string_view source) {
+  Program program = Parser(Tokenize(source)).Run();
+  AnalyzeScopes(program);
+  return program;
+}
 
 }  // namespace kvserve::chat_template
