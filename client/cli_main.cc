@@ -2,13 +2,17 @@
 //
 //   kvserve-cli --target HOST:PORT generate --prompt TEXT | --prompt-ids 1,2,3
 //               [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S]
+//               [--repetition-penalty R] [--presence-penalty P] [--frequency-penalty F]
+//               [--min-p P] [--min-tokens N] [--logprobs N]
 //               [--stop STR]... [--ignore-eos] [--timeout-s S] [--json]
 //   kvserve-cli --target HOST:PORT info
 //   kvserve-cli --target HOST:PORT tokenize --prompt TEXT
 //   kvserve-cli --target HOST:PORT health
 //
 // `generate` prints the text as it streams, then the time to first token and
-// tokens/s; with --json, one JSON object instead. Flags accept dashes or
+// tokens/s; with --json, one JSON object instead. --logprobs N adds each
+// token's log-probability and its N most likely alternatives (a table after
+// the text, or a "logprobs" array in the JSON). Flags accept dashes or
 // underscores (--max-tokens = --max_tokens).
 #include <iostream>
 
@@ -17,6 +21,7 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "client/client.h"
@@ -31,6 +36,14 @@ ABSL_FLAG(double, temperature, 0.0, "sampling.temperature (0 = greedy).");
 ABSL_FLAG(int, top_k, 0, "sampling.top_k (0 = off).");
 ABSL_FLAG(double, top_p, 1.0, "sampling.top_p.");
 ABSL_FLAG(int64_t, seed, -1, "sampling.seed (-1 = unset: random).");
+ABSL_FLAG(double, repetition_penalty, 1.0, "sampling.repetition_penalty (1 = off).");
+ABSL_FLAG(double, presence_penalty, 0.0, "sampling.presence_penalty, in [-2, 2].");
+ABSL_FLAG(double, frequency_penalty, 0.0, "sampling.frequency_penalty, in [-2, 2].");
+ABSL_FLAG(double, min_p, 0.0, "sampling.min_p, in [0, 1] (0 = off).");
+ABSL_FLAG(int, min_tokens, 0, "sampling.min_new_tokens: no EOS or stop id before this many.");
+ABSL_FLAG(int, logprobs, -1,
+          "sampling.logprobs: print each token's log-probability and N alternatives, N in "
+          "0..20 (-1 = off).");
 ABSL_FLAG(std::vector<std::string>, stop, {}, "Stop strings, comma-separated.");
 ABSL_FLAG(bool, ignore_eos, false, "Keep generating after the end-of-sequence token.");
 ABSL_FLAG(double, timeout_s, 0, "Deadline in seconds (0 = none).");
@@ -88,6 +101,22 @@ absl::StatusOr<v1::GenerateRequest> BuildRequest() {
   if (absl::GetFlag(FLAGS_top_k) != 0) s->set_top_k(absl::GetFlag(FLAGS_top_k));
   if (absl::GetFlag(FLAGS_top_p) != 1.0) s->set_top_p(static_cast<float>(absl::GetFlag(FLAGS_top_p)));
   if (absl::GetFlag(FLAGS_seed) >= 0) s->set_seed(static_cast<uint64_t>(absl::GetFlag(FLAGS_seed)));
+  // Sent only when given, so that the server's defaults and checks apply.
+  if (absl::GetFlag(FLAGS_repetition_penalty) != 1.0) {
+    s->set_repetition_penalty(static_cast<float>(absl::GetFlag(FLAGS_repetition_penalty)));
+  }
+  if (absl::GetFlag(FLAGS_presence_penalty) != 0.0) {
+    s->set_presence_penalty(static_cast<float>(absl::GetFlag(FLAGS_presence_penalty)));
+  }
+  if (absl::GetFlag(FLAGS_frequency_penalty) != 0.0) {
+    s->set_frequency_penalty(static_cast<float>(absl::GetFlag(FLAGS_frequency_penalty)));
+  }
+  if (absl::GetFlag(FLAGS_min_p) != 0.0) s->set_min_p(static_cast<float>(absl::GetFlag(FLAGS_min_p)));
+  if (absl::GetFlag(FLAGS_min_tokens) < 0) {
+    return absl::InvalidArgumentError("--min-tokens must be >= 0");
+  }
+  s->set_min_new_tokens(static_cast<uint32_t>(absl::GetFlag(FLAGS_min_tokens)));
+  if (absl::GetFlag(FLAGS_logprobs) >= 0) s->set_logprobs(static_cast<uint32_t>(absl::GetFlag(FLAGS_logprobs)));
   v1::StoppingCriteria* st = request.mutable_stopping();
   st->set_max_new_tokens(static_cast<uint32_t>(std::max(0, absl::GetFlag(FLAGS_max_tokens))));
   for (const std::string& stop : absl::GetFlag(FLAGS_stop)) st->add_stop(stop);
@@ -105,6 +134,28 @@ int Fail(const absl::Status& status) {
   std::cerr << "kvserve-cli: " << absl::StatusCodeToString(status.code()) << ": " << status.message()
             << "\n";
   return 1;
+}
+
+nlohmann::json LogprobsJson(const v1::GenerateResponse& response) {
+  nlohmann::json all = nlohmann::json::array();
+  for (const v1::TokenLogprobs& l : response.logprobs()) {
+    nlohmann::json top = nlohmann::json::array();
+    for (const v1::TokenLogprob& t : l.top()) top.push_back({{"token_id", t.token_id()}, {"logprob", t.logprob()}});
+    all.push_back({{"token_id", l.token_id()}, {"logprob", l.logprob()}, {"top", top}});
+  }
+  return all;
+}
+
+// One line per generated token: "id logprob | alt:logprob alt:logprob ...".
+void PrintLogprobs(const v1::GenerateResponse& response) {
+  for (const v1::TokenLogprobs& l : response.logprobs()) {
+    std::cout << l.token_id() << " " << absl::StrFormat("%.4f", l.logprob());
+    if (l.top_size() > 0) std::cout << " |";
+    for (const v1::TokenLogprob& t : l.top()) {
+      std::cout << " " << t.token_id() << ":" << absl::StrFormat("%.4f", t.logprob());
+    }
+    std::cout << "\n";
+  }
 }
 
 int Generate(Client& client) {
@@ -142,6 +193,7 @@ int Generate(Client& client) {
     out["e2e_ms"] = e2e_s * 1000;
     out["tokens_per_s"] = tokens_per_s;
     out["decode_tokens_per_s"] = decode_tokens_per_s;
+    if (request->sampling().has_logprobs()) out["logprobs"] = LogprobsJson(r.response);
     // The text of the noise model may not be valid UTF-8 in pieces; replace, never throw.
     std::cout << out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
@@ -151,6 +203,10 @@ int Generate(Client& client) {
               << " tokens/s (decode " << absl::StrCat(decode_tokens_per_s) << " tokens/s) | "
               << "finish: " << FinishReasonName(r.response.finish_reason()) << " | prompt "
               << r.response.usage().prompt_tokens() << " tokens\n";
+    if (request->sampling().has_logprobs()) {
+      std::cout << "--\nlogprobs (token logprob | top alternatives):\n";
+      PrintLogprobs(r.response);
+    }
   }
   return 0;
 }
@@ -176,7 +232,8 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "kvserve-cli --target HOST:PORT (generate|info|tokenize|health) [flags]\n"
       "  generate --prompt TEXT | --prompt-ids 1,2,3 [--max-tokens N] [--temperature T] "
-      "[--seed S] [--json]");
+      "[--seed S] [--repetition-penalty R] [--presence-penalty P] [--frequency-penalty F] "
+      "[--min-p P] [--min-tokens N] [--logprobs N] [--json]");
   std::vector<char*> args = kvserve::NormalizeFlagNames(argc, argv);
   std::vector<char*> positional = absl::ParseCommandLine(static_cast<int>(args.size()), args.data());
   if (positional.size() != 2) {

@@ -7,6 +7,7 @@
 #include "base/logging.h"
 #include "base/status_macros.h"
 #include "engine/core/request_validation.h"
+#include "engine/core/token_counts.h"
 #include "engine/model/model_registry.h"
 #include "engine/text/detokenizer.h"
 
@@ -25,6 +26,8 @@ struct ActiveRequest {
   absl::Time last_token;
   bool admitted_once = false;
   uint32_t num_generated = 0;
+  TokenCounts counts;            // for the penalties; empty without them
+  std::vector<int32_t> banned;   // EOS and stop ids, masked before min_new_tokens
 };
 
 namespace {
@@ -176,6 +179,13 @@ absl::Status Engine::Submit(Request request, std::shared_ptr<RequestSink> sink) 
       (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}() ^
       (config_.seed + unseeded_counter_.fetch_add(1)));
   req->rng.seed(seed);
+  const SamplingOptions& sampling = request.sampling;
+  if (sampling.repetition_penalty != 1.f) req->counts.AddPrompt(request.prompt);
+  if (sampling.min_new_tokens > 0) {
+    if (!request.stopping.ignore_eos) req->banned = info_.eos_token_ids;
+    const auto& stop_ids = request.stopping.stop_token_ids;
+    req->banned.insert(req->banned.end(), stop_ids.begin(), stop_ids.end());
+  }
   if (source_.tokenizer) {
     req->detokenizer = std::make_unique<IncrementalDetokenizer>(*source_.tokenizer);
     req->stops = std::make_unique<StopStringMatcher>(request.stopping.stop);
@@ -275,9 +285,7 @@ void Engine::Step() {
   }
   auto result = runner_->Run(schedule, *scheduler_, [&](SeqId id) {
     ActiveRequest& req = *active_.at(id);
-    const SamplingOptions& s = req.request.sampling;
-    return SamplingRow{s.temperature, s.top_k, s.top_p, UniformFloat(req.rng),
-                       req.request.capture_logits};
+    return MakeSamplingRow(req);
   });
   if (!result.ok()) {
     KV_LOG(ERROR) << "model step failed: " << result.status();
@@ -296,11 +304,36 @@ void Engine::Step() {
     scheduler_->AppendToken(id, result->tokens[i]);
     std::vector<float> logits;
     if (!result->logits.empty()) logits = std::move(result->logits[i]);
-    ProcessToken(*active_.at(id), result->tokens[i], std::move(logits));
+    ActiveRequest& req = *active_.at(id);
+    if (req.request.sampling.has_penalties()) req.counts.AddGenerated(result->tokens[i]);
+    ProcessToken(req, result->tokens[i], std::move(logits),
+                 result->logprobs.empty() ? nullptr : &result->logprobs[i]);
   }
 }
 
-void Engine::ProcessToken(ActiveRequest& req, int32_t token, std::vector<float> logits) {
+SamplingRow Engine::MakeSamplingRow(ActiveRequest& req) {
+  const SamplingOptions& s = req.request.sampling;
+  SamplingRow row;
+  row.temperature = s.temperature;
+  row.top_k = s.top_k;
+  row.top_p = s.top_p;
+  row.min_p = s.min_p;
+  row.uniform = UniformFloat(req.rng);  // one draw per token, whatever the options
+  if (s.has_penalties()) {
+    row.repetition_penalty = s.repetition_penalty;
+    row.presence_penalty = s.presence_penalty;
+    row.frequency_penalty = s.frequency_penalty;
+    row.seen_tokens = req.counts.tokens();
+    row.seen_counts = req.counts.counts();
+  }
+  if (req.num_generated < s.min_new_tokens) row.banned_tokens = req.banned;
+  row.top_logprobs = s.logprobs ? static_cast<int32_t>(*s.logprobs) : -1;
+  row.capture_logits = req.request.capture_logits;
+  return row;
+}
+
+void Engine::ProcessToken(ActiveRequest& req, int32_t token, std::vector<float> logits,
+                          TokenLogprobs* logprobs) {
   const absl::Time now = absl::Now();
   ++req.num_generated;
   metrics_.generation_tokens_total.Increment();
@@ -343,6 +376,7 @@ void Engine::ProcessToken(ActiveRequest& req, int32_t token, std::vector<float> 
   out.prompt_tokens = static_cast<uint32_t>(req.request.prompt.size());
   out.completion_tokens = req.num_generated;
   if (req.request.capture_logits) out.logits.push_back(std::move(logits));
+  if (logprobs != nullptr && req.request.sampling.logprobs) out.logprobs.push_back(std::move(*logprobs));
   if (reason == FinishReason::kNone) {
     req.sink->OnOutput(std::move(out));
     return;
