@@ -210,6 +210,9 @@ absl::Status CheckLogitAdjustments(const LogitAdjustments& a, int rows) {
   if (a.banned_tokens.dtype != DType::kInt32 || a.banned_tokens.rank != 1) {
     return Mismatch(op, "banned_tokens [M] int32", a.banned_tokens);
   }
+  if (!IsVector(a.saved_logits, DType::kFloat32, seen + a.banned_tokens.dim(0))) {
+    return Mismatch(op, "saved_logits [N + M] float32", a.saved_logits);
+  }
   return absl::OkStatus();
 }
 

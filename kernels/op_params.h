@@ -89,6 +89,9 @@ struct LogitAdjustments {
   Tensor seen_counts;         // [N] int32 times generated (0: only in the prompt)
   Tensor banned_offsets;      // [S + 1] int32
   Tensor banned_tokens;       // [M] int32
+  // [N + M] float32 scratch: the adjusted entries' values from before (seen,
+  // then banned), from which a backend may read the sampled token's raw logit.
+  Tensor saved_logits;
   bool active() const { return !seen_offsets.empty(); }
 };
 

@@ -125,12 +125,14 @@ absl::StatusOr<SampleParams> SamplingBatch::Upload(Tensor logits) {
     a.banned_offsets = Append(host_params_, params, banned_offsets_, DType::kInt32, {s + 1});
     const int64_t n = static_cast<int64_t>(seen_tokens_.size());
     const int64_t m = static_cast<int64_t>(banned_tokens_.size());
-    RETURN_IF_ERROR(ReserveListBuffer(2 * n + m));
+    RETURN_IF_ERROR(ReserveListBuffer(3 * n + 2 * m));
     host_lists_.clear();
     void* lists = list_buffer_->data();
     a.seen_tokens = Append(host_lists_, lists, seen_tokens_, DType::kInt32, {n});
     a.seen_counts = Append(host_lists_, lists, seen_counts_, DType::kInt32, {n});
     a.banned_tokens = Append(host_lists_, lists, banned_tokens_, DType::kInt32, {m});
+    // Written by the op, not uploaded.
+    a.saved_logits = Tensor(static_cast<uint32_t*>(lists) + host_lists_.size(), DType::kFloat32, {n + m});
     RETURN_IF_ERROR(backend_.CopyToDevice(host_lists_.data(),
                                           host_lists_.size() * sizeof(uint32_t), lists));
   }
