@@ -38,6 +38,9 @@ absl::StatusOr<std::unique_ptr<SamplingBatch>> SamplingBatch::Create(Backend& ba
   ASSIGN_OR_RETURN(b->out_buffer_, backend.Allocate(out_words * sizeof(uint32_t)));
   b->host_params_.reserve(param_words);
   b->host_out_.reserve(out_words);
+  // Room for ~256 seen tokens per row up front: growing later allocates
+  // mid-step, which a GPU pays for with a device-wide wait.
+  RETURN_IF_ERROR(b->ReserveListBuffer(size_t(max_seqs) * 3 * 256));
   b->Clear();
   return b;
 }
