@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <limits>
-#include <numeric>
 
 namespace kvserve::cpu {
 
@@ -38,7 +38,8 @@ void AdjustRow(const LogitAdjustments& a, int r, float* row, int vocab,
 double LogSumExp(const float* row, int vocab) {
   const float max = *std::max_element(row, row + vocab);
   double sum = 0.0;
-  for (int i = 0; i < vocab; ++i) sum += std::exp(static_cast<double>(row[i]) - max);
+  // float exp (x - max <= 0, so no overflow), summed in double.
+  for (int i = 0; i < vocab; ++i) sum += std::exp(row[i] - max);
   return max + std::log(sum);
 }
 
@@ -46,11 +47,18 @@ void TopLogprobs(const float* row, int vocab, double lse, int n, int32_t* ids, f
                  std::vector<int32_t>& scratch) {
   n = std::min(n, vocab);
   if (n <= 0) return;
-  scratch.resize(vocab);
-  std::iota(scratch.begin(), scratch.end(), 0);
-  std::partial_sort(scratch.begin(), scratch.begin() + n, scratch.end(), [&](int32_t a, int32_t b) {
-    return row[a] > row[b] || (row[a] == row[b] && a < b);
-  });
+  // One pass in id order, keeping the n best in order: a later id enters only
+  // with a strictly larger logit, so ties keep the lower id first. n <= 20,
+  // and after the first few thousand ids an insertion is rare.
+  scratch.clear();
+  for (int i = 0; i < vocab; ++i) {
+    if (static_cast<int>(scratch.size()) == n && !(row[i] > row[scratch.back()])) continue;
+    const auto at = std::upper_bound(scratch.begin(), scratch.end(), i,
+                                     [&](int32_t id, int32_t other) { return row[id] > row[other]; });
+    const ptrdiff_t pos = at - scratch.begin();
+    if (static_cast<int>(scratch.size()) == n) scratch.pop_back();
+    scratch.insert(scratch.begin() + pos, i);
+  }
   for (int i = 0; i < n; ++i) {
     ids[i] = scratch[i];
     logprobs[i] = static_cast<float>(row[scratch[i]] - lse);
