@@ -5,6 +5,7 @@
 //               [--repetition-penalty R] [--presence-penalty P] [--frequency-penalty F]
 //               [--min-p P] [--min-tokens N] [--logprobs N]
 //               [--stop STR]... [--ignore-eos] [--timeout-s S] [--json]
+//   kvserve-cli --target HOST:PORT chat [--message TEXT] [--system TEXT] [sampling flags]
 //   kvserve-cli --target HOST:PORT info
 //   kvserve-cli --target HOST:PORT tokenize --prompt TEXT
 //   kvserve-cli --target HOST:PORT health
@@ -21,15 +22,19 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "client/cli_chat.h"
+#include "client/cli_output.h"
 #include "client/client.h"
 #include "client/flag_names.h"
 #include "nlohmann/json.hpp"
 
 ABSL_FLAG(std::string, target, "localhost:50051", "Server address HOST:PORT.");
 ABSL_FLAG(std::string, prompt, "", "Prompt text (needs a model with a tokenizer).");
+ABSL_FLAG(std::string, message, "",
+          "chat: the one message to send (empty: an interactive conversation).");
+ABSL_FLAG(std::string, system, "", "chat: a system message that starts the conversation.");
 ABSL_FLAG(std::string, prompt_ids, "", "Prompt as comma-separated token ids, e.g. 1,2,3.");
 ABSL_FLAG(int, max_tokens, 64, "stopping.max_new_tokens.");
 ABSL_FLAG(double, temperature, 0.0, "sampling.temperature (0 = greedy).");
@@ -56,20 +61,6 @@ ABSL_FLAG(std::string, tls_server_name, "",
 namespace kvserve {
 namespace {
 
-// Streamed text goes to a terminal: show control characters (a random model
-// emits ESC sequences too) as \xNN instead of letting them drive the terminal.
-std::string Printable(const std::string& text) {
-  std::string out;
-  for (unsigned char c : text) {
-    if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f) {
-      out += absl::StrCat("\\x", absl::Hex(c, absl::kZeroPad2));
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
-
 absl::StatusOr<std::vector<int32_t>> ParseIds(const std::string& text) {
   std::vector<int32_t> ids;
   for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
@@ -82,21 +73,8 @@ absl::StatusOr<std::vector<int32_t>> ParseIds(const std::string& text) {
   return ids;
 }
 
-absl::StatusOr<v1::GenerateRequest> BuildRequest() {
-  v1::GenerateRequest request;
-  const std::string prompt = absl::GetFlag(FLAGS_prompt);
-  const std::string prompt_ids = absl::GetFlag(FLAGS_prompt_ids);
-  if (prompt.empty() == prompt_ids.empty()) {
-    return absl::InvalidArgumentError("give exactly one of --prompt and --prompt-ids");
-  }
-  if (!prompt.empty()) {
-    request.set_text(prompt);
-  } else {
-    auto ids = ParseIds(prompt_ids);
-    if (!ids.ok()) return ids.status();
-    for (int32_t id : *ids) request.mutable_token_ids()->add_ids(id);
-  }
-  v1::SamplingParams* s = request.mutable_sampling();
+// Sampling and stopping from the flags, for generate and chat alike.
+absl::Status FillSettings(v1::SamplingParams* s, v1::StoppingCriteria* st) {
   s->set_temperature(static_cast<float>(absl::GetFlag(FLAGS_temperature)));
   if (absl::GetFlag(FLAGS_top_k) != 0) s->set_top_k(absl::GetFlag(FLAGS_top_k));
   if (absl::GetFlag(FLAGS_top_p) != 1.0) s->set_top_p(static_cast<float>(absl::GetFlag(FLAGS_top_p)));
@@ -113,14 +91,37 @@ absl::StatusOr<v1::GenerateRequest> BuildRequest() {
   }
   if (absl::GetFlag(FLAGS_min_p) != 0.0) s->set_min_p(static_cast<float>(absl::GetFlag(FLAGS_min_p)));
   if (absl::GetFlag(FLAGS_min_tokens) < 0) {
-    return absl::InvalidArgumentError("--min-tokens must be >= 0");
+    return absl::InvalidArgumentError(
+        absl::StrCat("--min-tokens must be >= 0, got ", absl::GetFlag(FLAGS_min_tokens)));
   }
   s->set_min_new_tokens(static_cast<uint32_t>(absl::GetFlag(FLAGS_min_tokens)));
-  if (absl::GetFlag(FLAGS_logprobs) >= 0) s->set_logprobs(static_cast<uint32_t>(absl::GetFlag(FLAGS_logprobs)));
-  v1::StoppingCriteria* st = request.mutable_stopping();
+  if (absl::GetFlag(FLAGS_logprobs) >= 0) {
+    s->set_logprobs(static_cast<uint32_t>(absl::GetFlag(FLAGS_logprobs)));
+  }
   st->set_max_new_tokens(static_cast<uint32_t>(std::max(0, absl::GetFlag(FLAGS_max_tokens))));
   for (const std::string& stop : absl::GetFlag(FLAGS_stop)) st->add_stop(stop);
   st->set_ignore_eos(absl::GetFlag(FLAGS_ignore_eos));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::GenerateRequest> BuildRequest() {
+  v1::GenerateRequest request;
+  const std::string prompt = absl::GetFlag(FLAGS_prompt);
+  const std::string prompt_ids = absl::GetFlag(FLAGS_prompt_ids);
+  if (prompt.empty() == prompt_ids.empty()) {
+    return absl::InvalidArgumentError("give exactly one of --prompt and --prompt-ids");
+  }
+  if (!prompt.empty()) {
+    request.set_text(prompt);
+  } else {
+    auto ids = ParseIds(prompt_ids);
+    if (!ids.ok()) return ids.status();
+    for (int32_t id : *ids) request.mutable_token_ids()->add_ids(id);
+  }
+  if (absl::Status s = FillSettings(request.mutable_sampling(), request.mutable_stopping());
+      !s.ok()) {
+    return s;
+  }
   return request;
 }
 
@@ -134,28 +135,6 @@ int Fail(const absl::Status& status) {
   std::cerr << "kvserve-cli: " << absl::StatusCodeToString(status.code()) << ": " << status.message()
             << "\n";
   return 1;
-}
-
-nlohmann::json LogprobsJson(const v1::GenerateResponse& response) {
-  nlohmann::json all = nlohmann::json::array();
-  for (const v1::TokenLogprobs& l : response.logprobs()) {
-    nlohmann::json top = nlohmann::json::array();
-    for (const v1::TokenLogprob& t : l.top()) top.push_back({{"token_id", t.token_id()}, {"logprob", t.logprob()}});
-    all.push_back({{"token_id", l.token_id()}, {"logprob", l.logprob()}, {"top", top}});
-  }
-  return all;
-}
-
-// One line per generated token: "id logprob | alt:logprob alt:logprob ...".
-void PrintLogprobs(const v1::GenerateResponse& response) {
-  for (const v1::TokenLogprobs& l : response.logprobs()) {
-    std::cout << l.token_id() << " " << absl::StrFormat("%.4f", l.logprob());
-    if (l.top_size() > 0) std::cout << " |";
-    for (const v1::TokenLogprob& t : l.top()) {
-      std::cout << " " << t.token_id() << ":" << absl::StrFormat("%.4f", t.logprob());
-    }
-    std::cout << "\n";
-  }
 }
 
 int Generate(Client& client) {
@@ -175,40 +154,32 @@ int Generate(Client& client) {
     if (!json) std::cout << "\n";
     return Fail(ToAbslStatus(r.status));
   }
-  const int tokens = r.response.token_ids_size();
-  const double ttft_ms = absl::ToDoubleMilliseconds(r.first_chunk - r.sent);
-  const double e2e_s = absl::ToDoubleSeconds(r.done - r.sent);
-  const double tokens_per_s = e2e_s > 0 ? tokens / e2e_s : 0;
-  const double decode_s = absl::ToDoubleSeconds(r.done - r.first_chunk);
-  const double decode_tokens_per_s = tokens > 1 && decode_s > 0 ? (tokens - 1) / decode_s : 0;
   if (json) {
-    nlohmann::json out;
-    out["request_id"] = r.response.request_id();
-    out["token_ids"] = std::vector<int32_t>(r.response.token_ids().begin(), r.response.token_ids().end());
-    out["text"] = r.response.text();
-    out["finish_reason"] = FinishReasonName(r.response.finish_reason());
-    out["prompt_tokens"] = r.response.usage().prompt_tokens();
-    out["completion_tokens"] = r.response.usage().completion_tokens();
-    out["ttft_ms"] = ttft_ms;
-    out["e2e_ms"] = e2e_s * 1000;
-    out["tokens_per_s"] = tokens_per_s;
-    out["decode_tokens_per_s"] = decode_tokens_per_s;
-    if (request->sampling().has_logprobs()) out["logprobs"] = LogprobsJson(r.response);
     // The text of the noise model may not be valid UTF-8 in pieces; replace, never throw.
+    nlohmann::json out = ResultJson(r);
+    if (request->sampling().has_logprobs()) out["logprobs"] = LogprobsJson(r.response);
     std::cout << out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
-    std::cout << "\n--\n"
-              << "ttft " << absl::StrCat(ttft_ms) << " ms | " << tokens << " tokens in "
-              << absl::StrCat(e2e_s * 1000) << " ms | " << absl::StrCat(tokens_per_s)
-              << " tokens/s (decode " << absl::StrCat(decode_tokens_per_s) << " tokens/s) | "
-              << "finish: " << FinishReasonName(r.response.finish_reason()) << " | prompt "
-              << r.response.usage().prompt_tokens() << " tokens\n";
+    std::cout << "\n--\n" << SpeedLine(r) << "\n";
     if (request->sampling().has_logprobs()) {
-      std::cout << "--\nlogprobs (token logprob | top alternatives):\n";
-      PrintLogprobs(r.response);
+      std::cout << "--\nlogprobs (token logprob | top alternatives):\n" << LogprobsTable(r.response);
     }
   }
   return 0;
+}
+
+int Chat(Client& client) {
+  ChatCommandOptions options;
+  options.message = absl::GetFlag(FLAGS_message);
+  options.system = absl::GetFlag(FLAGS_system);
+  options.json = absl::GetFlag(FLAGS_json);
+  options.call = Call();
+  if (absl::Status s =
+          FillSettings(options.settings.mutable_sampling(), options.settings.mutable_stopping());
+      !s.ok()) {
+    return Fail(s);
+  }
+  return RunChatCommand(client, options);
 }
 
 int Info(Client& client) {
@@ -230,14 +201,15 @@ int Tokenize(Client& client) {
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
-      "kvserve-cli --target HOST:PORT (generate|info|tokenize|health) [flags]\n"
+      "kvserve-cli --target HOST:PORT (generate|chat|info|tokenize|health) [flags]\n"
       "  generate --prompt TEXT | --prompt-ids 1,2,3 [--max-tokens N] [--temperature T] "
       "[--seed S] [--repetition-penalty R] [--presence-penalty P] [--frequency-penalty F] "
-      "[--min-p P] [--min-tokens N] [--logprobs N] [--json]");
+      "[--min-p P] [--min-tokens N] [--logprobs N] [--json]\n"
+      "  chat [--message TEXT] [--system TEXT] (no --message: an interactive conversation)");
   std::vector<char*> args = kvserve::NormalizeFlagNames(argc, argv);
   std::vector<char*> positional = absl::ParseCommandLine(static_cast<int>(args.size()), args.data());
   if (positional.size() != 2) {
-    std::cerr << "usage: kvserve-cli --target HOST:PORT (generate|info|tokenize|health) [flags]\n";
+    std::cerr << "usage: kvserve-cli --target HOST:PORT (generate|chat|info|tokenize|health) [flags]\n";
     return 2;
   }
   const std::string command = positional[1];
@@ -249,6 +221,7 @@ int main(int argc, char** argv) {
   auto client = kvserve::Client::Connect(options);
   if (!client.ok()) return kvserve::Fail(client.status());
   if (command == "generate") return kvserve::Generate(**client);
+  if (command == "chat") return kvserve::Chat(**client);
   if (command == "info") return kvserve::Info(**client);
   if (command == "tokenize") return kvserve::Tokenize(**client);
   if (command == "health") {
