@@ -261,6 +261,30 @@ TEST_F(PrefixCachingSchedulerTest, ASecondRequestComputesOnlyItsSuffix) {
   EXPECT_EQ(blocks_.num_used_blocks(), 0);
 }
 
+TEST_F(PrefixCachingSchedulerTest, ARunningSequencesBlocksAreSharedOnceComputed) {
+  auto prompt = Tokens(9);
+  scheduler_.Add(std::make_unique<Sequence>(1, prompt));
+  scheduler_.Add(std::make_unique<Sequence>(2, prompt));  // same step: nothing computed yet
+  ScheduleOutput out = scheduler_.Schedule();
+  ASSERT_EQ(out.chunks.size(), 2u);
+  EXPECT_EQ(out.chunks[1].start, 0) << "blocks being computed in this step are not shared";
+  for (const ScheduledChunk& c : out.chunks) scheduler_.AppendToken(c.seq_id, 7);
+  // 1's blocks were registered (first); 2's twins stay private.
+  scheduler_.Add(std::make_unique<Sequence>(3, prompt));
+  out = scheduler_.Schedule();
+  ASSERT_EQ(out.chunks.size(), 3u);
+  EXPECT_EQ(out.chunks[2].seq_id, 3u);
+  EXPECT_EQ(out.chunks[2].start, 8);
+  EXPECT_EQ(out.prefix_cache_hit_tokens, 8);
+  const Sequence& s1 = *scheduler_.Get(1);
+  const Sequence& s3 = *scheduler_.Get(3);
+  EXPECT_EQ(s3.block_table[0], s1.block_table[0]);
+  EXPECT_EQ(blocks_.ref_count(s1.block_table[1]), 2);
+  EXPECT_NE(s3.block_table[2], s1.block_table[2]) << "the partial block is its own";
+  for (SeqId id : {1, 2, 3}) scheduler_.Remove(id);
+  EXPECT_EQ(blocks_.num_used_blocks(), 0);
+}
+
 TEST_F(PrefixCachingSchedulerTest, APreemptedSequenceResumesFromItsCachedBlocks) {
   // Two sequences in a pool too small for both: the newer one is preempted,
   // and when readmitted it reuses its own blocks instead of recomputing.
