@@ -59,6 +59,9 @@ class Scheduler {
 
   /// Queues a new sequence at the back of the waiting line.
   void Add(std::unique_ptr<Sequence> seq);
+  /// Plans the next model step. Everything the previous call scheduled for a
+  /// still-running sequence is taken as computed (its full blocks become
+  /// shareable), so after a failed step remove those sequences first.
   ScheduleOutput Schedule();
   /// Records the token sampled for `id` at the end of a step.
   void AppendToken(SeqId id, int32_t token);
