@@ -144,8 +144,8 @@ TEST(PrefixCachingBlockManagerTest, EvictsNeverCachedFirstThenLeastRecentlyFreed
   const auto a = Tokens(8, 100), b = Tokens(8, 200);
   BlockTable ta = RunSequence(bm, a);  // blocks 0, 1
   BlockTable tb = RunSequence(bm, b);  // blocks 2, 3
-  bm.Free(ta);  // LRU: 1, 0 (a's tail first)
-  bm.Free(tb);  // LRU: 1, 0, 3, 2
+  bm.Free(ta);                         // LRU: 1, 0 (a's tail first)
+  bm.Free(tb);                         // LRU: 1, 0, 3, 2
   EXPECT_EQ(bm.num_free_blocks(), 4);
 
   BlockTable t;

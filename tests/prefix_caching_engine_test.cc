@@ -77,7 +77,8 @@ TEST(PrefixCachingEngineTest, ShuffledConcurrentTrafficMatchesCachingOff) {
   auto prompts = FixtureAndRandomPrompts(kFixture, 4, vocab, 11);
   std::mt19937 rng(17);
   const auto system = RandomTokens(40, vocab, rng);
-  for (int i = 0; i < 6; ++i) prompts.push_back(Concat(system, RandomTokens(1 + rng() % 30, vocab, rng)));
+  for (int i = 0; i < 6; ++i)
+    prompts.push_back(Concat(system, RandomTokens(1 + rng() % 30, vocab, rng)));
   prompts.push_back(system);  // the shared prefix itself: its last token is computed
   ExpectBatchedEqualsReference(*off.engine, *on.engine, prompts, /*new_tokens=*/16, /*rounds=*/3,
                                /*max_abs_error=*/1e-4f, /*seed=*/5);
@@ -92,7 +93,8 @@ TEST(PrefixCachingEngineTest, PreemptionWithSharedPrefixesMatchesALargePoolWitho
   std::mt19937 rng(29);
   const auto system = RandomTokens(32, vocab, rng);
   std::vector<std::vector<int32_t>> prompts;
-  for (int i = 0; i < 6; ++i) prompts.push_back(Concat(system, RandomTokens(1 + rng() % 20, vocab, rng)));
+  for (int i = 0; i < 6; ++i)
+    prompts.push_back(Concat(system, RandomTokens(1 + rng() % 20, vocab, rng)));
   auto request = [&](size_t i) {
     Request r = GreedyRequest(prompts[i], kNewTokens);
     if (i % 3 == 2) {  // a seeded sampled request: its RNG must survive preemption
@@ -103,7 +105,8 @@ TEST(PrefixCachingEngineTest, PreemptionWithSharedPrefixesMatchesALargePoolWitho
     return r;
   };
   std::vector<std::vector<int32_t>> expected;
-  for (size_t i = 0; i < prompts.size(); ++i) expected.push_back(RunToCompletion(*big.engine, request(i))->tokens);
+  for (size_t i = 0; i < prompts.size(); ++i)
+    expected.push_back(RunToCompletion(*big.engine, request(i))->tokens);
 
   EngineConfig small;
   small.num_kv_blocks = 12;  // 192 tokens for sequences needing up to 92 each
@@ -124,7 +127,8 @@ TEST(PrefixCachingEngineTest, PreemptionWithSharedPrefixesMatchesALargePoolWitho
     }
     EXPECT_EQ(t.engine->num_used_blocks(), 0);
   }
-  EXPECT_GT(MetricValue(*t.registry, "kvserve_preemptions_total"), 0) << "the pool was too large to preempt";
+  EXPECT_GT(MetricValue(*t.registry, "kvserve_preemptions_total"), 0)
+      << "the pool was too large to preempt";
   EXPECT_GT(MetricValue(*t.registry, "kvserve_prefix_cache_hits_total"), 0);
 }
 

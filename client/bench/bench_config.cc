@@ -16,9 +16,16 @@ absl::Status BenchConfig::Validate() const {
   auto bad = [](auto&&... parts) { return absl::InvalidArgumentError(absl::StrCat(parts...)); };
   if (targets.empty()) return bad("--target: at least one HOST:PORT");
   if (cold_warm) {
-    if (rate || !concurrency.empty()) return bad("--cold_warm sends one request at a time: drop --concurrency/--rate");
-    if (requests == 1 || requests < 0) return bad("--cold_warm needs --requests >= 2 (0: one per --prompts_file line), got ", requests);
-    if (requests == 0 && prompts_file.empty()) return bad("--cold_warm needs --requests N or a --prompts_file");
+    if (rate || !concurrency.empty()) {
+      return bad("--cold_warm sends one request at a time: drop --concurrency/--rate");
+    }
+    if (requests == 1 || requests < 0) {
+      return bad("--cold_warm needs --requests >= 2 (0: one per --prompts_file line), got ",
+                 requests);
+    }
+    if (requests == 0 && prompts_file.empty()) {
+      return bad("--cold_warm needs --requests N or a --prompts_file");
+    }
   } else if (!rate && concurrency.empty()) {
     return bad("--concurrency or --rate is needed");
   }

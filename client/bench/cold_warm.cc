@@ -33,9 +33,10 @@ ColdWarmResult RunColdWarm(Client& client, const Workload& workload, const Bench
 
 std::string FormatColdWarm(const ColdWarmResult& r) {
   std::string out = absl::StrFormat("TTFT cold (request 0)      %10.2f ms\n", r.cold_ttft_ms);
-  absl::StrAppendFormat(&out, "TTFT warm p50 (%4d reqs)   %10.2f ms   (p90 %.2f, min %.2f, max %.2f)\n",
-                        r.warm_requests, r.warm_ttft_ms.p50, r.warm_ttft_ms.p90,
-                        r.warm_ttft_ms.min, r.warm_ttft_ms.max);
+  absl::StrAppendFormat(&out,
+                        "TTFT warm p50 (%4d reqs)   %10.2f ms   (p90 %.2f, min %.2f, max %.2f)\n",
+                        r.warm_requests, r.warm_ttft_ms.p50, r.warm_ttft_ms.p90, r.warm_ttft_ms.min,
+                        r.warm_ttft_ms.max);
   absl::StrAppendFormat(&out, "cold / warm p50            %10.2f x\n", r.speedup());
   if (r.failed > 0) absl::StrAppendFormat(&out, "failed: %d (%s)\n", r.failed, r.first_error);
   return out;

@@ -39,7 +39,7 @@ absl::StatusOr<Workload> Workload::Create(const BenchConfig& config, int vocab_s
     ++line_number;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    auto error = [&](const char* what) {
+    auto error = [&](absl::string_view what) {
       return absl::InvalidArgumentError(absl::StrCat(config.prompts_file, ":", line_number, ": ", what));
     };
     if (j.is_discarded() || !j.is_object()) return error("not a JSON object");
@@ -57,14 +57,18 @@ absl::StatusOr<Workload> Workload::Create(const BenchConfig& config, int vocab_s
     } else {
       return error("needs \"prompt\" or \"text\" (a string), or \"token_ids\" (a list)");
     }
-    p.output_tokens = w.SampleLength(config.output, rng);
-    for (const char* key : {"max_new_tokens", "max_tokens"}) {
-      if (!j.contains(key)) continue;
-      if (!j[key].is_number_integer() || j[key].get<int64_t>() < 1 || j[key].get<int64_t>() > (1 << 20)) {
-        return error("max_new_tokens must be an integer in [1, 2^20]");
+    const char* max_key = j.contains("max_new_tokens") ? "max_new_tokens"
+                          : j.contains("max_tokens")   ? "max_tokens"
+                                                       : nullptr;
+    if (max_key == nullptr) {
+      p.output_tokens = w.SampleLength(config.output, rng);
+    } else {
+      const nlohmann::json& value = j[max_key];
+      if (!value.is_number_integer() || value.get<int64_t>() < 1 ||
+          value.get<int64_t>() > (1 << 20)) {
+        return error(absl::StrCat(max_key, " must be an integer in [1, 2^20]"));
       }
-      p.output_tokens = j[key].get<int>();
-      break;
+      p.output_tokens = value.get<int>();
     }
     w.from_file_.push_back(std::move(p));
   }

@@ -104,7 +104,8 @@ int BlockManager::CacheFullBlocks(const BlockTable& table, absl::Span<const int3
     const int32_t block = table[i];
     const int32_t parent = i == 0 ? -1 : table[i - 1];
     if (!index_->IsCached(block) &&
-        !index_->Register(block, parent, hashes[i], tokens.subspan(size_t(i) * block_size_, block_size_))) {
+        !index_->Register(block, parent, hashes[i],
+                          tokens.subspan(size_t(i) * block_size_, block_size_))) {
       break;  // a twin holds this content: this block (and so its children) stays private
     }
     num_cached = i + 1;

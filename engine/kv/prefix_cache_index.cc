@@ -12,7 +12,8 @@ PrefixCacheIndex::PrefixCacheIndex(int num_blocks, int block_size)
       tokens_(static_cast<size_t>(num_blocks) * block_size) {}
 
 absl::Span<const int32_t> PrefixCacheIndex::TokensOf(int32_t block) const {
-  return absl::MakeConstSpan(tokens_).subspan(static_cast<size_t>(block) * block_size_, block_size_);
+  return absl::MakeConstSpan(tokens_).subspan(static_cast<size_t>(block) * block_size_,
+                                              block_size_);
 }
 
 bool PrefixCacheIndex::Register(int32_t block, int32_t parent, BlockHash hash,
