@@ -19,6 +19,8 @@
 #include "tests/gguf_builder.h"
 #include "tests/golden_util.h"
 #include "tests/test_paths.h"
+#include "tools/model_presets.h"
+#include "engine/loading/default_model.h"
 
 namespace kvserve::testing {
 namespace {
@@ -331,6 +333,11 @@ TEST(GgufModelTest, UnsupportedThingsAreRefusedByName) {
   missing.String("general.architecture", "llama");
   EXPECT_THAT(refused(missing, "missing.gguf").message(), HasSubstr("\"llama.block_count\""));
 
+  GgufBuilder split;
+  AddLlamaMetadata(split, c, c.vocab_size);
+  split.U32("split.count", 3);
+  EXPECT_THAT(refused(split, "split.gguf").message(), HasSubstr("split GGUF"));
+
   GgufBuilder bert;
   AddLlamaMetadata(bert, c, c.vocab_size, "bert");
   EXPECT_THAT(refused(bert, "bert.gguf").message(),
@@ -341,6 +348,90 @@ TEST(GgufModelTest, UnsupportedThingsAreRefusedByName) {
   jais.String("tokenizer.ggml.pre", "jais");
   EXPECT_THAT(refused(jais, "jais.gguf").message(), HasSubstr("tokenizer.ggml.pre \"jais\" is not supported"));
 }
+
+}  // namespace
+}  // namespace kvserve::testing
+
+namespace kvserve::testing {
+namespace {
+
+// A preset's random weights written as GGUF (llama: Q/K permuted as
+// llama.cpp does; Q/K/V in F16 to take the convert-then-permute path; qwen2:
+// untouched, with its biases): the source hands back the preset's weights,
+// and the engine serves the file. (RoPE scaling is not written: weights only.)
+class GgufPresetTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GgufPresetTest, WeightsComeBackInHuggingFaceLayout) {
+  ModelPreset preset = *FindPreset(GetParam());
+  const ModelConfig& c = preset.config;
+  const bool llama = c.model_type != "qwen2";
+  RandomWeightSource weights(c, 5);
+  GgufBuilder b;
+  if (llama) {
+    AddLlamaMetadata(b, c, c.vocab_size);
+  } else {
+    b.String("general.architecture", "qwen2");
+    b.U32("qwen2.block_count", c.num_layers);
+    b.U32("qwen2.context_length", c.max_context);
+    b.U32("qwen2.embedding_length", c.hidden_size);
+    b.U32("qwen2.feed_forward_length", c.intermediate_size);
+    b.U32("qwen2.attention.head_count", c.num_heads);
+    b.U32("qwen2.attention.head_count_kv", c.num_kv_heads);
+    b.F32("qwen2.rope.freq_base", static_cast<float>(c.rope_theta));
+    b.F32("qwen2.attention.layer_norm_rms_epsilon", c.rms_norm_eps);
+    std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
+    for (int i = 3; i < c.vocab_size; ++i) tokens.push_back("t" + std::to_string(i));
+    std::vector<float> scores(tokens.size(), 0.f);
+    b.String("tokenizer.ggml.model", "llama");
+    b.StringArray("tokenizer.ggml.tokens", tokens);
+    b.F32Array("tokenizer.ggml.scores", scores);
+  }
+  std::map<std::string, std::vector<float>> expected;
+  for (const std::string& name : weights.TensorNames()) {
+    const std::vector<int64_t> shape = weights.ShapeOf(name);
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    std::vector<float> w(n);
+    weights.Fill(name, shape, 0, n, w.data());
+    const bool half = name.find("_proj.weight") != std::string::npos &&
+                      name.find("self_attn.o") == std::string::npos;
+    if (half) {
+      for (float& x : w) x = HalfToFloat(FloatToHalf(x));
+    }
+    expected[name] = w;
+    const int64_t rows = shape[0], cols = shape.size() > 1 ? shape[1] : 1;
+    if (llama && name.find("q_proj") != std::string::npos) w = LlamaCppPermute(w, rows, cols, c.num_heads);
+    if (llama && name.find("k_proj") != std::string::npos) w = LlamaCppPermute(w, rows, cols, c.num_kv_heads);
+    std::vector<uint64_t> dims(shape.rbegin(), shape.rend());
+    if (half) {
+      std::string bytes;
+      for (float x : w) GgufBuilder::Append(bytes, FloatToHalf(x));
+      b.Tensor(*GgufTensorName(name), dims, /*F16*/ 1, bytes);
+    } else {
+      b.Tensor(*GgufTensorName(name), dims, /*F32*/ 0, F32Bytes(w));
+    }
+  }
+  auto source = OpenModelSource(WriteTemp(GetParam() + ".gguf", b.Build()));
+  ASSERT_TRUE(source.ok()) << source.status();
+  EXPECT_EQ(source->config.model_type, llama ? "llama" : "qwen2");
+  EXPECT_EQ(source->config.qkv_bias, c.qkv_bias);
+  EXPECT_EQ(source->config.tie_word_embeddings, c.tie_word_embeddings);
+  for (const auto& [name, want] : expected) {
+    auto got = source->weights->Get(name);
+    ASSERT_TRUE(got.ok()) << got.status();
+    std::vector<float> values(got->numel());
+    ASSERT_TRUE(ConvertToFloat32(got->data, got->dtype, got->numel(), values.data()).ok());
+    EXPECT_EQ(values, want) << name;
+  }
+  // And the engine serves it.
+  TestEngine t = MakeCpuEngine(WriteTemp(GetParam() + ".gguf", b.Build()));
+  ASSERT_NE(t.engine, nullptr);
+  auto sink = RunToCompletion(*t.engine, GreedyRequest({3, 4, 5}, 4));
+  EXPECT_EQ(sink->tokens.size(), 4u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Presets, GgufPresetTest,
+                         ::testing::Values("tiny-qwen2", "tiny-mistral", "tiny-llama3"));
 
 }  // namespace
 }  // namespace kvserve::testing

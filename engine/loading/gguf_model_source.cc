@@ -36,6 +36,13 @@ absl::StatusOr<ModelSource> OpenGgufModelSource(const std::string& path) {
     }
     ++type_counts[info->name];
   }
+  // llama.cpp's gguf-split shards: each file holds only some tensors.
+  if (const GgufValue* split = file->metadata().Find("split.count");
+      split != nullptr && split->is_integer() && (split->u > 1 || split->i > 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": a shard of a split GGUF model (split.count > 1); merge it into one file with "
+              "llama-gguf-split --merge"));
+  }
   ModelSource source;
   ASSIGN_OR_RETURN(source.config, GgufModelConfig(*file));
   source.name = std::filesystem::path(path).stem().string();
