@@ -355,10 +355,63 @@ TEST(GgufModelTest, UnsupportedThingsAreRefusedByName) {
 namespace kvserve::testing {
 namespace {
 
+// convert_hf_to_gguf.py's rope_freqs for Llama 3 scaling (float32 frequencies).
+std::vector<float> LlamaCppRopeFactors(const ModelConfig& c) {
+  const RopeScaling& r = c.rope_scaling;
+  const double old_len = r.original_max_position_embeddings;
+  std::vector<float> factors;
+  for (int i = 0; i < c.head_dim / 2; ++i) {
+    const float freq = 1.0f / std::pow(static_cast<float>(c.rope_theta),
+                                       static_cast<float>(2 * i) / c.head_dim);
+    const double wavelen = 2 * M_PI / freq;
+    if (wavelen < old_len / r.high_freq_factor) {
+      factors.push_back(1.f);
+    } else if (wavelen > old_len / r.low_freq_factor) {
+      factors.push_back(static_cast<float>(r.factor));
+    } else {
+      const double smooth = (old_len / wavelen - r.low_freq_factor) /
+                            (r.high_freq_factor - r.low_freq_factor);
+      factors.push_back(static_cast<float>(1 / ((1 - smooth) / r.factor + smooth)));
+    }
+  }
+  return factors;
+}
+
+TEST(GgufConfigTest, Llama31RopeFreqsBecomeLlama3Scaling) {
+  ModelConfig c = OpenModelSource(FixtureDir("tiny-llama-gqa"))->config;
+  c.num_heads = 1;
+  c.num_kv_heads = 1;
+  c.head_dim = 128;  // Llama 3.1/3.2's head dim and RoPE
+  c.rope_theta = 500000;
+  c.rope_scaling = {RopeScaling::Type::kLlama3, 32.0, 1.0, 4.0, 8192};
+  for (bool garbage : {false, true}) {
+    GgufBuilder b;
+    AddLlamaMetadata(b, c, c.vocab_size);
+    b.Tensor("token_embd.weight", {uint64_t(c.hidden_size), uint64_t(c.vocab_size)}, 0,
+             F32Bytes(std::vector<float>(c.hidden_size * c.vocab_size)));
+    std::vector<float> factors = LlamaCppRopeFactors(c);
+    if (garbage) factors[31] *= 1.01f;  // inside the medium band
+    b.Tensor("rope_freqs.weight", {64}, 0, F32Bytes(factors));
+    auto source = OpenModelSource(WriteTemp("llama31.gguf", b.Build()));
+    if (garbage) {
+      EXPECT_THAT(source.status().message(), HasSubstr("rope_freqs.weight[31]"));
+      continue;
+    }
+    ASSERT_TRUE(source.ok()) << source.status();
+    const RopeScaling& r = source->config.rope_scaling;
+    EXPECT_EQ(r.type, RopeScaling::Type::kLlama3);
+    EXPECT_EQ(r.factor, 32.0);
+    EXPECT_EQ(r.low_freq_factor, 1.0);
+    EXPECT_EQ(r.high_freq_factor, 4.0);
+    EXPECT_EQ(r.original_max_position_embeddings, 8192);
+  }
+}
+
 // A preset's random weights written as GGUF (llama: Q/K permuted as
 // llama.cpp does; Q/K/V in F16 to take the convert-then-permute path; qwen2:
 // untouched, with its biases): the source hands back the preset's weights,
-// and the engine serves the file. (RoPE scaling is not written: weights only.)
+// RoPE scaling (linear in metadata, Llama 3 as rope_freqs.weight) comes back
+// as the preset's, and the engine serves the file.
 class GgufPresetTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(GgufPresetTest, WeightsComeBackInHuggingFaceLayout) {
@@ -385,6 +438,15 @@ TEST_P(GgufPresetTest, WeightsComeBackInHuggingFaceLayout) {
     b.String("tokenizer.ggml.model", "llama");
     b.StringArray("tokenizer.ggml.tokens", tokens);
     b.F32Array("tokenizer.ggml.scores", scores);
+  }
+  // RoPE scaling as llama.cpp writes it: linear in metadata, llama3 as a
+  // tensor of per-frequency factors (convert_hf_to_gguf.py's formula).
+  if (c.rope_scaling.type == RopeScaling::Type::kLinear) {
+    b.String("llama.rope.scaling.type", "linear");
+    b.F32("llama.rope.scaling.factor", static_cast<float>(c.rope_scaling.factor));
+  } else if (c.rope_scaling.type == RopeScaling::Type::kLlama3) {
+    const std::vector<float> factors = LlamaCppRopeFactors(c);
+    b.Tensor("rope_freqs.weight", {uint64_t(factors.size())}, /*F32*/ 0, F32Bytes(factors));
   }
   std::map<std::string, std::vector<float>> expected;
   for (const std::string& name : weights.TensorNames()) {
@@ -416,6 +478,15 @@ TEST_P(GgufPresetTest, WeightsComeBackInHuggingFaceLayout) {
   EXPECT_EQ(source->config.model_type, llama ? "llama" : "qwen2");
   EXPECT_EQ(source->config.qkv_bias, c.qkv_bias);
   EXPECT_EQ(source->config.tie_word_embeddings, c.tie_word_embeddings);
+  const RopeScaling& want_rope = c.rope_scaling;
+  const RopeScaling& got_rope = source->config.rope_scaling;
+  EXPECT_EQ(got_rope.type, want_rope.type);
+  EXPECT_EQ(got_rope.factor, want_rope.factor);
+  if (want_rope.type == RopeScaling::Type::kLlama3) {
+    EXPECT_EQ(got_rope.low_freq_factor, want_rope.low_freq_factor);
+    EXPECT_EQ(got_rope.high_freq_factor, want_rope.high_freq_factor);
+    EXPECT_EQ(got_rope.original_max_position_embeddings, want_rope.original_max_position_embeddings);
+  }
   for (const auto& [name, want] : expected) {
     auto got = source->weights->Get(name);
     ASSERT_TRUE(got.ok()) << got.status();
