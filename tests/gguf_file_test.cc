@@ -333,6 +333,10 @@ TEST(GgufModelTest, UnsupportedThingsAreRefusedByName) {
   missing.String("general.architecture", "llama");
   EXPECT_THAT(refused(missing, "missing.gguf").message(), HasSubstr("\"llama.block_count\""));
 
+  auto absent = OpenModelSource("/nonexistent/model.gguf");
+  EXPECT_TRUE(absl::IsNotFound(absent.status())) << absent.status();
+  EXPECT_THAT(absent.status().message(), HasSubstr("/nonexistent/model.gguf: No such file"));
+
   GgufBuilder split;
   AddLlamaMetadata(split, c, c.vocab_size);
   split.U32("split.count", 3);

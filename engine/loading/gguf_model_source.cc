@@ -17,9 +17,10 @@
 namespace kvserve {
 
 bool IsGgufPath(const std::string& path) {
+  // A missing x.gguf is still meant as GGUF: its error should say "no such file".
+  if (absl::EndsWithIgnoreCase(path, ".gguf")) return true;
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) return false;
-  return absl::EndsWithIgnoreCase(path, ".gguf") || GgufFile::HasMagic(path);
+  return std::filesystem::is_regular_file(path, ec) && GgufFile::HasMagic(path);
 }
 
 absl::StatusOr<ModelSource> OpenGgufModelSource(const std::string& path) {
