@@ -7,7 +7,12 @@
 // each architecture come back in Hugging Face layout and serve.
 #include <map>
 
+#include <random>
+
 #include "engine/loading/default_model.h"
+#include "engine/loading/gguf_config.h"
+#include "engine/loading/gguf_file.h"
+#include "engine/loading/gguf_tokenizer.h"
 #include "engine/loading/gguf_weights.h"
 #include "engine/loading/model_loader.h"
 #include "engine/loading/safetensors.h"
@@ -106,6 +111,39 @@ TEST(GgufModelTest, TinyLlamaGivesTheGoldenGreedyTokens) {
   EXPECT_GT(compared, 40);
 }
 
+// Corrupted metadata (the file still parses) must give a config and a
+// tokenizer or an error, never a crash: every value is checked before use.
+TEST(GgufModelTest, CorruptedMetadataNeverCrashesTheLoader) {
+  ModelConfig c = OpenModelSource(FixtureDir("tiny-llama-gqa"))->config;
+  GgufBuilder b;
+  AddLlamaMetadata(b, c, c.vocab_size);
+  b.Tensor("token_embd.weight", {uint64_t(c.hidden_size), uint64_t(c.vocab_size)}, 0,
+           F32Bytes(std::vector<float>(c.hidden_size * c.vocab_size)));
+  c.rope_scaling = {RopeScaling::Type::kLlama3, 8.0, 1.0, 4.0, 64};
+  b.Tensor("rope_freqs.weight", {uint64_t(c.head_dim / 2)}, 0, F32Bytes(LlamaCppRopeFactors(c)));
+  const std::string good = b.Build();
+  const size_t metadata_end = good.find("token_embd.weight");  // the tensor infos start here
+  ASSERT_NE(metadata_end, std::string::npos);
+  std::mt19937 rng(5);
+  int parsed = 0, configs = 0, tokenizers = 0;
+  for (int iter = 0; iter < 3000; ++iter) {
+    std::string bad = good;
+    for (int f = 0; f < 1 + iter % 3; ++f) bad[rng() % metadata_end] = static_cast<char>(rng());
+    auto file = GgufFile::FromBytes(reinterpret_cast<const uint8_t*>(bad.data()), bad.size(), "f");
+    if (!file.ok()) continue;
+    ++parsed;
+    configs += GgufModelConfig(**file).ok();
+    auto tokenizer = GgufTokenizer((*file)->metadata());
+    if (tokenizer.ok()) {
+      ++tokenizers;
+      (void)(*tokenizer)->Encode("Hello <s> wörld 123", true);
+    }
+  }
+  EXPECT_GT(parsed, 300);
+  std::cout << parsed << " corrupted files parsed, " << configs << " configs, " << tokenizers
+            << " tokenizers built, no crash\n";
+}
+
 TEST(GgufModelTest, UnsupportedThingsAreRefusedByName) {
   const std::string dir = FixtureDir("tiny-llama-gqa");
   ModelConfig c = OpenModelSource(dir)->config;
@@ -130,6 +168,12 @@ TEST(GgufModelTest, UnsupportedThingsAreRefusedByName) {
   auto absent = OpenModelSource("/nonexistent/model.gguf");
   EXPECT_TRUE(absl::IsNotFound(absent.status())) << absent.status();
   EXPECT_THAT(absent.status().message(), HasSubstr("/nonexistent/model.gguf: No such file"));
+
+  GgufBuilder huge;
+  ModelConfig long_context = c;
+  long_context.max_context = 1 << 30;
+  AddLlamaMetadata(huge, long_context, c.vocab_size);
+  EXPECT_THAT(refused(huge, "huge.gguf").message(), HasSubstr("context_length\" is 1073741824"));
 
   GgufBuilder split;
   AddLlamaMetadata(split, c, c.vocab_size);

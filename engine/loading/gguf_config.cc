@@ -161,6 +161,13 @@ absl::StatusOr<ModelConfig> GgufModelConfig(const GgufFile& file) {
                                      " (partial rotary embeddings are not supported)"));
   }
   ASSIGN_OR_RETURN(c.max_context, PositiveInt(file, p + "context_length"));
+  // The RoPE table is [context, head_dim] floats: a hostile value must not
+  // turn into a huge allocation. Real models stop at 10M (Llama 4 Scout).
+  constexpr int kMaxContext = 1 << 24;
+  if (c.max_context > kMaxContext) {
+    return Refuse(file, absl::StrCat("GGUF metadata \"", p, "context_length\" is ", c.max_context,
+                                     ", more than the ", kMaxContext, " supported"));
+  }
   ASSIGN_OR_RETURN(const double eps, md.GetFloat(p + "attention.layer_norm_rms_epsilon"));
   c.rms_norm_eps = static_cast<float>(eps);
   if (md.Has(p + "rope.freq_base")) {
