@@ -8,6 +8,7 @@
 #include "client/client.h"
 #include "engine/core/engine.h"
 #include "prometheus/registry.h"
+#include "server/chat_setup.h"
 #include "server/server.h"
 
 namespace kvserve::testing {
@@ -15,6 +16,7 @@ namespace kvserve::testing {
 struct TestServer {
   std::shared_ptr<prometheus::Registry> registry;
   std::unique_ptr<Engine> engine;
+  ChatSetup chat;  // from the model directory's chat template, if any
   std::unique_ptr<KvServer> server;
   std::unique_ptr<Client> client;
 
@@ -27,7 +29,8 @@ struct TestServer {
   ~TestServer() { Stop(); }
 };
 
-/// Starts a server for `model_dir` ("" = the built-in default model).
+/// Starts a server for `model_dir` ("" = the built-in default model), with
+/// chat when the directory has a chat template.
 std::unique_ptr<TestServer> StartTestServer(const std::string& model_dir,
                                             EngineConfig config = {},
                                             ServerOptions options = {});
