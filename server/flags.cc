@@ -24,6 +24,9 @@ ABSL_FLAG(int, block_size, 16, "Tokens per KV-cache block (8, 16, 32 or 64).");
 ABSL_FLAG(int, num_kv_blocks, 0,
           "KV-cache blocks in the pool. 0: sized from --kv_cache_memory_mb (CPU) or "
           "--gpu_memory_utilization (GPU).");
+ABSL_FLAG(bool, enable_prefix_caching, true,
+          "Keep the K/V of finished prompts' full blocks and reuse them for requests that start "
+          "with the same tokens (--enable_prefix_caching=false: compute every prompt fully).");
 ABSL_FLAG(int, kv_cache_memory_mb, 512, "CPU: KV-cache memory when --num_kv_blocks is 0.");
 ABSL_FLAG(double, gpu_memory_utilization, 0.9,
           "GPU: fraction of device memory for weights, workspace and KV cache.");

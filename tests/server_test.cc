@@ -95,6 +95,26 @@ TEST_F(ServerTest, ConcurrentRequestsAllFinish) {
   }
 }
 
+TEST_F(ServerTest, PrefixCacheCountersOverMetricsHttp) {
+  // A 40-token prefix that no other test sends (ids 100..139): the second
+  // request finds its 2 full blocks cached.
+  std::vector<int32_t> prefix;
+  for (int32_t id = 100; id < 140; ++id) prefix.push_back(id);
+  const double queries = server_->Metric("kvserve_prefix_cache_queries_total");
+  const double hits = server_->Metric("kvserve_prefix_cache_hits_total");
+  ASSERT_GE(queries, 0) << server_->ScrapeMetrics();
+  ASSERT_GE(hits, 0);
+  for (int32_t last : {7, 8}) {
+    std::vector<int32_t> prompt = prefix;
+    prompt.push_back(last);
+    auto response = client().Generate(TokenRequest(prompt, 4));
+    ASSERT_TRUE(response.ok()) << response.status();
+  }
+  EXPECT_EQ(server_->Metric("kvserve_prefix_cache_queries_total") - queries, 2 * 41);
+  EXPECT_EQ(server_->Metric("kvserve_prefix_cache_hits_total") - hits, 32);
+  EXPECT_EQ(server_->Metric("kvserve_kv_blocks_used"), 0);
+}
+
 TEST_F(ServerTest, SameSeedSameTokens) {
   v1::GenerateRequest request = TokenRequest({5, 6, 7}, 16);
   request.mutable_sampling()->set_temperature(1.0f);

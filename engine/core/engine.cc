@@ -80,7 +80,8 @@ absl::Status Engine::Initialize() {
     num_blocks = static_cast<int>(std::max<int64_t>(1, std::min(by_budget, useful)));
   }
   ASSIGN_OR_RETURN(kv_cache_, KvCache::Create(*backend_, mc.kv_cache_shape(), num_blocks, config_.block_size));
-  blocks_ = std::make_unique<BlockManager>(num_blocks, config_.block_size);
+  blocks_ = std::make_unique<BlockManager>(num_blocks, config_.block_size,
+                                           config_.enable_prefix_caching);
   SchedulerConfig sc;
   sc.max_num_seqs = config_.max_num_seqs;
   sc.max_num_batched_tokens = config_.max_num_batched_tokens;
@@ -111,7 +112,8 @@ absl::Status Engine::Initialize() {
                << absl::ToDoubleSeconds(absl::Now() - start) << " s";
   KV_LOG(INFO) << "KV cache: " << num_blocks << " blocks of " << config_.block_size
                << " tokens = " << int64_t(num_blocks) * config_.block_size << " tokens, "
-               << kv_cache_->bytes() / (1 << 20) << " MiB; workspace "
+               << kv_cache_->bytes() / (1 << 20) << " MiB; prefix caching "
+               << (config_.enable_prefix_caching ? "on" : "off") << "; workspace "
                << model_->workspace_bytes() / (1 << 20) << " MiB";
   return absl::OkStatus();
 }
@@ -264,6 +266,8 @@ void Engine::Step() {
     return;
   }
   metrics_.preemptions_total.Increment(static_cast<double>(schedule.preempted.size()));
+  metrics_.prefix_cache_queries_total.Increment(schedule.prefix_cache_queried_tokens);
+  metrics_.prefix_cache_hits_total.Increment(schedule.prefix_cache_hit_tokens);
   UpdateGauges();  // blocks were just allocated: record the high-water mark
   const absl::Time now = absl::Now();
   for (SeqId id : schedule.admitted) {
