@@ -3,7 +3,8 @@
 #include "absl/flags/flag.h"
 
 ABSL_FLAG(std::string, model, "",
-          "Hugging Face model directory (config.json, *.safetensors, tokenizer.json). Empty: the "
+          "Hugging Face model directory (config.json, *.safetensors, tokenizer.json), or a GGUF "
+          "file (path/file.gguf: weights, tokenizer and chat template in one file). Empty: the "
           "built-in default model (random weights, byte tokenizer: its text is noise).");
 ABSL_FLAG(std::string, chat_template, "",
           "A Jinja chat template file, used instead of the model's own (tokenizer_config.json, "

@@ -1,6 +1,6 @@
 // kvserve: the LLM inference server.
 //
-//   kvserve [--model DIR] [--host H] [--port P] [--metrics_port M] [--device cpu|cuda] ...
+//   kvserve [--model DIR|FILE.gguf] [--host H] [--port P] [--metrics_port M] [--device cpu|cuda] ...
 //
 // Loads the model, starts the engine and the gRPC server, logs one line when
 // serving, and on SIGTERM/SIGINT stops accepting, gives in-flight streams
@@ -145,7 +145,7 @@ int Run() {
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "kvserve: LLM inference server over gRPC.\n"
-      "  kvserve [--model DIR] [--port 50051] [--device cpu|cuda] [...]\n"
+      "  kvserve [--model DIR|FILE.gguf] [--port 50051] [--device cpu|cuda] [...]\n"
       "Run with --helpfull for every flag.");
   absl::ParseCommandLine(argc, argv);
   return kvserve::Run();
