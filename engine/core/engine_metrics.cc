@@ -36,6 +36,12 @@ EngineMetrics::EngineMetrics(prometheus::Registry& r)
       prompt_tokens_total(MakeCounter(r, "kvserve_prompt_tokens_total", "Prompt tokens admitted")),
       generation_tokens_total(MakeCounter(r, "kvserve_generation_tokens_total", "Tokens generated")),
       steps_total(MakeCounter(r, "kvserve_engine_steps_total", "Model steps run")),
+      prefix_cache_queries_total(
+          MakeCounter(r, "kvserve_prefix_cache_queries_total",
+                      "Tokens of admitted sequences looked up in the prefix cache")),
+      prefix_cache_hits_total(
+          MakeCounter(r, "kvserve_prefix_cache_hits_total",
+                      "Tokens found in the prefix cache (K/V reused, not computed)")),
       time_to_first_token(MakeHistogram(r, "kvserve_time_to_first_token_seconds",
                                         "Request arrival to its first generated token",
                                         LatencyBuckets())),

@@ -24,6 +24,8 @@ struct EngineMetrics {
   prometheus::Counter& prompt_tokens_total;
   prometheus::Counter& generation_tokens_total;
   prometheus::Counter& steps_total;
+  prometheus::Counter& prefix_cache_queries_total;  // tokens looked up at admission
+  prometheus::Counter& prefix_cache_hits_total;     // of them, found cached
   prometheus::Histogram& time_to_first_token;  // seconds, arrival → first token
   prometheus::Histogram& inter_token_latency;  // seconds between a request's tokens
   prometheus::Histogram& queue_time;           // seconds, arrival → first admission
