@@ -55,6 +55,8 @@ void ModelRunner::HostStep::Clear() {
 absl::StatusOr<StepResult> ModelRunner::Run(const ScheduleOutput& schedule,
                                             const Scheduler& scheduler,
                                             const std::function<SamplingRow(SeqId)>& sampling) {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
   step_.Clear();
   sampling_->Clear();
   auto& [prefills, decodes, ordered, tokens, positions, slots, cu, p_ctx, d_ctx, p_tables,
@@ -133,7 +135,11 @@ absl::StatusOr<StepResult> ModelRunner::Run(const ScheduleOutput& schedule,
   RETURN_IF_ERROR(backend_.CopyToDevice(host_ints_.data(), host_ints_.size() * sizeof(int32_t),
                                         int_buffer_->data()));
 
+  const Clock::time_point prepared = Clock::now();
+  result.times.prepare = prepared - start;
   ASSIGN_OR_RETURN(Tensor logits, model_.Forward(b, cache_));
+  const Clock::time_point executed = Clock::now();
+  result.times.execute = executed - prepared;
   result.num_tokens = t;
   if (s == 0) {
     // No sampled ids to copy back, so nothing below would wait for the step.
@@ -157,6 +163,7 @@ absl::StatusOr<StepResult> ModelRunner::Run(const ScheduleOutput& schedule,
   ASSIGN_OR_RETURN(const SampleParams sp, sampling_->Upload(logits));
   RETURN_IF_ERROR(backend_.Sample(sp));
   RETURN_IF_ERROR(sampling_->Download(sp, result.tokens, result.logprobs));
+  result.times.sample = Clock::now() - executed;
   return result;
 }
 

@@ -3,6 +3,7 @@
 // or two (SamplingBatch), sampled ids and log-probabilities come back in one.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -15,12 +16,21 @@
 
 namespace kvserve {
 
+/// Where a step's host time went (steady clock), for the host-overhead
+/// benchmark: metadata and sampling rows built and copied up; the model's
+/// ops issued (on an asynchronous device, not finished); sampling issued and
+/// its results copied back.
+struct StepPhaseTimes {
+  std::chrono::nanoseconds prepare{0}, execute{0}, sample{0};
+};
+
 struct StepResult {
   std::vector<SeqId> seq_ids;   // sequences that sampled, in batch order
   std::vector<int32_t> tokens;  // their new tokens
   std::vector<std::vector<float>> logits;  // per sampled row; empty unless captured
   std::vector<TokenLogprobs> logprobs;     // per sampled row; empty unless asked for
   int num_tokens = 0;  // tokens run through the model
+  StepPhaseTimes times;
 };
 
 class ModelRunner {
