@@ -57,6 +57,31 @@ absl::StatusOr<StepResult> ModelRunner::Run(const ScheduleOutput& schedule,
                                             const std::function<SamplingRow(SeqId)>& sampling) {
   using Clock = std::chrono::steady_clock;
   const Clock::time_point start = Clock::now();
+  StepResult result;
+  RETURN_IF_ERROR(PrepareInputs(schedule, scheduler, sampling, result));
+  const Clock::time_point prepared = Clock::now();
+  result.times.prepare = prepared - start;
+  ASSIGN_OR_RETURN(Tensor logits, model_.Forward(batch_, cache_));
+  const Clock::time_point executed = Clock::now();
+  result.times.execute = executed - prepared;
+  result.num_tokens = batch_.num_tokens;
+  if (batch_.num_samples == 0) {
+    // No sampled ids to copy back, so nothing below would wait for the step.
+    // On an asynchronous backend a kernel's data error (bad block id, slot)
+    // surfaces at the next synchronization: take it here, so that it fails
+    // this step's requests and not the next step's.
+    RETURN_IF_ERROR(backend_.Synchronize());
+    return result;
+  }
+  ASSIGN_OR_RETURN(const SampleParams sp, Sample(logits, result));
+  RETURN_IF_ERROR(CopyOut(sp, result));
+  result.times.sample = Clock::now() - executed;
+  return result;
+}
+
+absl::Status ModelRunner::PrepareInputs(const ScheduleOutput& schedule, const Scheduler& scheduler,
+                                        const std::function<SamplingRow(SeqId)>& sampling,
+                                        StepResult& result) {
   step_.Clear();
   sampling_->Clear();
   auto& [prefills, decodes, ordered, tokens, positions, slots, cu, p_ctx, d_ctx, p_tables,
@@ -68,7 +93,6 @@ absl::StatusOr<StepResult> ModelRunner::Run(const ScheduleOutput& schedule,
   cu.push_back(0);
 
   const int block_size = cache_.block_size();
-  StepResult result;
   int width = 1;  // block-table columns this step
   for (const ScheduledChunk* c : ordered) {
     width = std::max(width, (c->start + c->num_tokens + block_size - 1) / block_size);
@@ -113,7 +137,8 @@ absl::StatusOr<StepResult> ModelRunner::Run(const ScheduleOutput& schedule,
                                             " sequences exceeds the runner's limits"));
   }
 
-  StepBatch b;
+  StepBatch& b = batch_;
+  b = StepBatch();
   b.num_tokens = t;
   b.num_prefill_tokens = prefill_tokens;
   b.num_prefill_seqs = bp;
@@ -132,23 +157,12 @@ absl::StatusOr<StepResult> ModelRunner::Run(const ScheduleOutput& schedule,
   b.decode_context_lens = ints.Add(d_ctx, {bd});
   b.decode_block_tables = ints.Add(d_tables, {bd, width});
   b.sample_rows = ints.Add(sample_rows, {s});
-  RETURN_IF_ERROR(backend_.CopyToDevice(host_ints_.data(), host_ints_.size() * sizeof(int32_t),
-                                        int_buffer_->data()));
+  return backend_.CopyToDevice(host_ints_.data(), host_ints_.size() * sizeof(int32_t),
+                               int_buffer_->data());
+}
 
-  const Clock::time_point prepared = Clock::now();
-  result.times.prepare = prepared - start;
-  ASSIGN_OR_RETURN(Tensor logits, model_.Forward(b, cache_));
-  const Clock::time_point executed = Clock::now();
-  result.times.execute = executed - prepared;
-  result.num_tokens = t;
-  if (s == 0) {
-    // No sampled ids to copy back, so nothing below would wait for the step.
-    // On an asynchronous backend a kernel's data error (bad block id, slot)
-    // surfaces at the next synchronization: take it here, so that it fails
-    // this step's requests and not the next step's.
-    RETURN_IF_ERROR(backend_.Synchronize());
-    return result;
-  }
+absl::StatusOr<SampleParams> ModelRunner::Sample(Tensor logits, StepResult& result) {
+  const int s = batch_.num_samples;
   // Captured before Sample, which overwrites penalized entries in place.
   if (sampling_->any_capture()) {
     const int64_t vocab = logits.dim(1);
@@ -162,9 +176,11 @@ absl::StatusOr<StepResult> ModelRunner::Run(const ScheduleOutput& schedule,
   }
   ASSIGN_OR_RETURN(const SampleParams sp, sampling_->Upload(logits));
   RETURN_IF_ERROR(backend_.Sample(sp));
-  RETURN_IF_ERROR(sampling_->Download(sp, result.tokens, result.logprobs));
-  result.times.sample = Clock::now() - executed;
-  return result;
+  return sp;
+}
+
+absl::Status ModelRunner::CopyOut(const SampleParams& params, StepResult& result) {
+  return sampling_->Download(params, result.tokens, result.logprobs);
 }
 
 }  // namespace kvserve

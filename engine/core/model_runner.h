@@ -46,6 +46,16 @@ class ModelRunner {
   ModelRunner(Backend& backend, Model& model, KvCache& cache)
       : backend_(backend), model_(model), cache_(cache) {}
 
+  // Run's phases, in order. PrepareInputs builds the step's metadata into
+  // batch_ and copies it up (and collects the sampled rows' parameters);
+  // Execute is model_.Forward; Sample issues sampling on the logits; CopyOut
+  // brings the tokens and log-probabilities back.
+  absl::Status PrepareInputs(const ScheduleOutput& schedule, const Scheduler& scheduler,
+                             const std::function<SamplingRow(SeqId)>& sampling,
+                             StepResult& result);
+  absl::StatusOr<SampleParams> Sample(Tensor logits, StepResult& result);
+  absl::Status CopyOut(const SampleParams& params, StepResult& result);
+
   Backend& backend_;
   Model& model_;
   KvCache& cache_;
@@ -66,6 +76,7 @@ class ModelRunner {
     void Clear();
   };
   HostStep step_;
+  StepBatch batch_;  // this step's, views into int_buffer_
 };
 
 }  // namespace kvserve
