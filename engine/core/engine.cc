@@ -9,6 +9,7 @@
 #include "base/status_macros.h"
 #include "engine/core/request_validation.h"
 #include "engine/model/model_registry.h"
+#include "base/ceil_div.h"
 
 namespace kvserve {
 
@@ -68,7 +69,7 @@ absl::Status Engine::Initialize() {
   source_.weights.reset();  // weights are on the device now; unmap the checkpoint
 
   const size_t block_bytes = KvCache::BytesPerBlock(mc.kv_cache_shape(), config_.block_size, backend_->compute_dtype());
-  const int blocks_per_full_seq = (mc.max_context + config_.block_size - 1) / config_.block_size;
+  const int blocks_per_full_seq = CeilDiv(mc.max_context, config_.block_size);
   int num_blocks = config_.num_kv_blocks;
   if (num_blocks == 0) {
     // As many as the budget allows, but no more than every running sequence

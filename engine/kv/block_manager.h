@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "base/ceil_div.h"
+
 namespace kvserve {
 
 /// A sequence's blocks in order: token i lives in block table[i / block_size].
@@ -23,7 +25,7 @@ class BlockManager {
   int num_free_blocks() const { return static_cast<int>(free_.size()); }
   int num_used_blocks() const { return num_blocks_ - num_free_blocks(); }
   /// Blocks needed to hold `num_tokens` tokens.
-  int BlocksFor(int num_tokens) const { return (num_tokens + block_size_ - 1) / block_size_; }
+  int BlocksFor(int num_tokens) const { return CeilDiv(num_tokens, block_size_); }
 
   /// Whether a new sequence can get blocks for its first `num_tokens` tokens
   /// while leaving `reserve` blocks free.

@@ -15,6 +15,7 @@
 #include "kernels/attention_math.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/cpu/thread_pool.h"
+#include "base/ceil_div.h"
 
 namespace kvserve::cpu {
 namespace {
@@ -130,7 +131,7 @@ void PrefillHead(const float* q, int64_t row_stride, int q_len, int context, con
 
 absl::Status CheckBlockTable(const int32_t* table, int num_keys, int block_size, int max_blocks,
                              int64_t num_blocks) {
-  const int needed = (num_keys + block_size - 1) / block_size;
+  const int needed = CeilDiv(num_keys, block_size);
   if (needed > max_blocks) {
     return absl::OutOfRangeError(absl::StrCat("context of ", num_keys, " tokens needs ", needed,
                                               " blocks; the block table holds ", max_blocks));
