@@ -7,6 +7,7 @@
 #include "base/status_macros.h"
 #include "engine/loading/checkpoint.h"
 #include "engine/loading/default_model.h"
+#include "engine/loading/gguf_model_source.h"
 #include "engine/text/byte_tokenizer.h"
 #include "engine/text/hf_tokenizer.h"
 
@@ -21,6 +22,7 @@ absl::StatusOr<ModelSource> OpenModelSource(const std::string& dir) {
     source.tokenizer = std::make_unique<ByteTokenizer>(source.config.vocab_size);
     return source;
   }
+  if (IsGgufPath(dir)) return OpenGgufModelSource(dir);
   ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> checkpoint, Checkpoint::Open(dir));
   source.config = checkpoint->config();
   std::filesystem::path path(dir);

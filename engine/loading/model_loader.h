@@ -1,5 +1,5 @@
-// Opens what the server serves: a Hugging Face checkpoint directory, or the
-// built-in default model when no directory is given.
+// Opens what the server serves: a Hugging Face checkpoint directory, a GGUF
+// file (docs/gguf.md), or the built-in default model when no path is given.
 #pragma once
 
 #include <memory>
@@ -15,7 +15,7 @@
 namespace kvserve {
 
 struct ModelSource {
-  std::string name;  // directory base name, or the default model's name
+  std::string name;  // directory base name, GGUF file stem, or the default model's name
   ModelConfig config;
   std::unique_ptr<WeightSource> weights;
   std::unique_ptr<Tokenizer> tokenizer;  // null when the model has none
@@ -24,6 +24,7 @@ struct ModelSource {
 };
 
 /// `dir` empty: the built-in default model (random weights, byte tokenizer).
+/// A regular file ending in .gguf (or starting with the GGUF magic): GGUF.
 absl::StatusOr<ModelSource> OpenModelSource(const std::string& dir);
 
 }  // namespace kvserve

@@ -1,0 +1,18 @@
+// Opens a .gguf file as a ModelSource: config, weights, tokenizer and chat
+// template all come from the one file.
+#pragma once
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "engine/loading/model_loader.h"
+
+namespace kvserve {
+
+/// Whether `path` names a GGUF file: a regular file ending in .gguf, or one
+/// starting with the GGUF magic.
+bool IsGgufPath(const std::string& path);
+
+absl::StatusOr<ModelSource> OpenGgufModelSource(const std::string& path);
+
+}  // namespace kvserve
