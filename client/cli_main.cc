@@ -3,6 +3,7 @@
 //   kvserve-cli --target HOST:PORT generate --prompt TEXT | --prompt-ids 1,2,3
 //               [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S]
 //               [--stop STR]... [--ignore-eos] [--timeout-s S] [--json]
+//   kvserve-cli --target HOST:PORT chat [--message TEXT] [--system TEXT] [sampling flags]
 //   kvserve-cli --target HOST:PORT info
 //   kvserve-cli --target HOST:PORT tokenize --prompt TEXT
 //   kvserve-cli --target HOST:PORT health
@@ -19,12 +20,17 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "client/cli_chat.h"
+#include "client/cli_output.h"
 #include "client/client.h"
 #include "client/flag_names.h"
 #include "nlohmann/json.hpp"
 
 ABSL_FLAG(std::string, target, "localhost:50051", "Server address HOST:PORT.");
 ABSL_FLAG(std::string, prompt, "", "Prompt text (needs a model with a tokenizer).");
+ABSL_FLAG(std::string, message, "",
+          "chat: the one message to send (empty: an interactive conversation).");
+ABSL_FLAG(std::string, system, "", "chat: a system message that starts the conversation.");
 ABSL_FLAG(std::string, prompt_ids, "", "Prompt as comma-separated token ids, e.g. 1,2,3.");
 ABSL_FLAG(int, max_tokens, 64, "stopping.max_new_tokens.");
 ABSL_FLAG(double, temperature, 0.0, "sampling.temperature (0 = greedy).");
@@ -43,20 +49,6 @@ ABSL_FLAG(std::string, tls_server_name, "",
 namespace kvserve {
 namespace {
 
-// Streamed text goes to a terminal: show control characters (a random model
-// emits ESC sequences too) as \xNN instead of letting them drive the terminal.
-std::string Printable(const std::string& text) {
-  std::string out;
-  for (unsigned char c : text) {
-    if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f) {
-      out += absl::StrCat("\\x", absl::Hex(c, absl::kZeroPad2));
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
-
 absl::StatusOr<std::vector<int32_t>> ParseIds(const std::string& text) {
   std::vector<int32_t> ids;
   for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
@@ -67,6 +59,17 @@ absl::StatusOr<std::vector<int32_t>> ParseIds(const std::string& text) {
     ids.push_back(id);
   }
   return ids;
+}
+
+// Sampling and stopping from the flags, for generate and chat alike.
+void FillSettings(v1::SamplingParams* s, v1::StoppingCriteria* st) {
+  s->set_temperature(static_cast<float>(absl::GetFlag(FLAGS_temperature)));
+  if (absl::GetFlag(FLAGS_top_k) != 0) s->set_top_k(absl::GetFlag(FLAGS_top_k));
+  if (absl::GetFlag(FLAGS_top_p) != 1.0) s->set_top_p(static_cast<float>(absl::GetFlag(FLAGS_top_p)));
+  if (absl::GetFlag(FLAGS_seed) >= 0) s->set_seed(static_cast<uint64_t>(absl::GetFlag(FLAGS_seed)));
+  st->set_max_new_tokens(static_cast<uint32_t>(std::max(0, absl::GetFlag(FLAGS_max_tokens))));
+  for (const std::string& stop : absl::GetFlag(FLAGS_stop)) st->add_stop(stop);
+  st->set_ignore_eos(absl::GetFlag(FLAGS_ignore_eos));
 }
 
 absl::StatusOr<v1::GenerateRequest> BuildRequest() {
@@ -83,15 +86,7 @@ absl::StatusOr<v1::GenerateRequest> BuildRequest() {
     if (!ids.ok()) return ids.status();
     for (int32_t id : *ids) request.mutable_token_ids()->add_ids(id);
   }
-  v1::SamplingParams* s = request.mutable_sampling();
-  s->set_temperature(static_cast<float>(absl::GetFlag(FLAGS_temperature)));
-  if (absl::GetFlag(FLAGS_top_k) != 0) s->set_top_k(absl::GetFlag(FLAGS_top_k));
-  if (absl::GetFlag(FLAGS_top_p) != 1.0) s->set_top_p(static_cast<float>(absl::GetFlag(FLAGS_top_p)));
-  if (absl::GetFlag(FLAGS_seed) >= 0) s->set_seed(static_cast<uint64_t>(absl::GetFlag(FLAGS_seed)));
-  v1::StoppingCriteria* st = request.mutable_stopping();
-  st->set_max_new_tokens(static_cast<uint32_t>(std::max(0, absl::GetFlag(FLAGS_max_tokens))));
-  for (const std::string& stop : absl::GetFlag(FLAGS_stop)) st->add_stop(stop);
-  st->set_ignore_eos(absl::GetFlag(FLAGS_ignore_eos));
+  FillSettings(request.mutable_sampling(), request.mutable_stopping());
   return request;
 }
 
@@ -124,35 +119,24 @@ int Generate(Client& client) {
     if (!json) std::cout << "\n";
     return Fail(ToAbslStatus(r.status));
   }
-  const int tokens = r.response.token_ids_size();
-  const double ttft_ms = absl::ToDoubleMilliseconds(r.first_chunk - r.sent);
-  const double e2e_s = absl::ToDoubleSeconds(r.done - r.sent);
-  const double tokens_per_s = e2e_s > 0 ? tokens / e2e_s : 0;
-  const double decode_s = absl::ToDoubleSeconds(r.done - r.first_chunk);
-  const double decode_tokens_per_s = tokens > 1 && decode_s > 0 ? (tokens - 1) / decode_s : 0;
   if (json) {
-    nlohmann::json out;
-    out["request_id"] = r.response.request_id();
-    out["token_ids"] = std::vector<int32_t>(r.response.token_ids().begin(), r.response.token_ids().end());
-    out["text"] = r.response.text();
-    out["finish_reason"] = FinishReasonName(r.response.finish_reason());
-    out["prompt_tokens"] = r.response.usage().prompt_tokens();
-    out["completion_tokens"] = r.response.usage().completion_tokens();
-    out["ttft_ms"] = ttft_ms;
-    out["e2e_ms"] = e2e_s * 1000;
-    out["tokens_per_s"] = tokens_per_s;
-    out["decode_tokens_per_s"] = decode_tokens_per_s;
     // The text of the noise model may not be valid UTF-8 in pieces; replace, never throw.
-    std::cout << out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    std::cout << ResultJson(r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+              << "\n";
   } else {
-    std::cout << "\n--\n"
-              << "ttft " << absl::StrCat(ttft_ms) << " ms | " << tokens << " tokens in "
-              << absl::StrCat(e2e_s * 1000) << " ms | " << absl::StrCat(tokens_per_s)
-              << " tokens/s (decode " << absl::StrCat(decode_tokens_per_s) << " tokens/s) | "
-              << "finish: " << FinishReasonName(r.response.finish_reason()) << " | prompt "
-              << r.response.usage().prompt_tokens() << " tokens\n";
+    std::cout << "\n--\n" << SpeedLine(r) << "\n";
   }
   return 0;
+}
+
+int Chat(Client& client) {
+  ChatCommandOptions options;
+  options.message = absl::GetFlag(FLAGS_message);
+  options.system = absl::GetFlag(FLAGS_system);
+  options.json = absl::GetFlag(FLAGS_json);
+  options.call = Call();
+  FillSettings(options.settings.mutable_sampling(), options.settings.mutable_stopping());
+  return RunChatCommand(client, options);
 }
 
 int Info(Client& client) {
@@ -174,13 +158,14 @@ int Tokenize(Client& client) {
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
-      "kvserve-cli --target HOST:PORT (generate|info|tokenize|health) [flags]\n"
+      "kvserve-cli --target HOST:PORT (generate|chat|info|tokenize|health) [flags]\n"
       "  generate --prompt TEXT | --prompt-ids 1,2,3 [--max-tokens N] [--temperature T] "
-      "[--seed S] [--json]");
+      "[--seed S] [--json]\n"
+      "  chat [--message TEXT] [--system TEXT] (no --message: an interactive conversation)");
   std::vector<char*> args = kvserve::NormalizeFlagNames(argc, argv);
   std::vector<char*> positional = absl::ParseCommandLine(static_cast<int>(args.size()), args.data());
   if (positional.size() != 2) {
-    std::cerr << "usage: kvserve-cli --target HOST:PORT (generate|info|tokenize|health) [flags]\n";
+    std::cerr << "usage: kvserve-cli --target HOST:PORT (generate|chat|info|tokenize|health) [flags]\n";
     return 2;
   }
   const std::string command = positional[1];
@@ -192,6 +177,7 @@ int main(int argc, char** argv) {
   auto client = kvserve::Client::Connect(options);
   if (!client.ok()) return kvserve::Fail(client.status());
   if (command == "generate") return kvserve::Generate(**client);
+  if (command == "chat") return kvserve::Chat(**client);
   if (command == "info") return kvserve::Info(**client);
   if (command == "tokenize") return kvserve::Tokenize(**client);
   if (command == "health") {

@@ -95,6 +95,24 @@ bool Retryable(const grpc::Status& s) {
 
 absl::StatusOr<v1::GenerateResponse> Client::Generate(const v1::GenerateRequest& request,
                                                       const CallOptions& options) {
+  return RunUnary(
+      [&](grpc::ClientContext* context, v1::GenerateResponse* response) {
+        return NextStub().Generate(context, request, response);
+      },
+      options);
+}
+
+absl::StatusOr<v1::GenerateResponse> Client::Chat(const v1::ChatRequest& request,
+                                                  const CallOptions& options) {
+  return RunUnary(
+      [&](grpc::ClientContext* context, v1::GenerateResponse* response) {
+        return NextStub().Chat(context, request, response);
+      },
+      options);
+}
+
+absl::StatusOr<v1::GenerateResponse> Client::RunUnary(const UnaryCall& call,
+                                                      const CallOptions& options) {
   const absl::Time start = absl::Now();
   for (int attempt = 1;; ++attempt) {
     grpc::ClientContext context;
@@ -103,7 +121,7 @@ absl::StatusOr<v1::GenerateResponse> Client::Generate(const v1::GenerateRequest&
     PrepareContext(context, remaining);
     if (options.cancel) options.cancel->Attach(&context);
     v1::GenerateResponse response;
-    grpc::Status status = NextStub().Generate(&context, request, &response);
+    grpc::Status status = call(&context, &response);
     if (options.cancel) options.cancel->Detach();
     if (status.ok()) return response;
     if (attempt >= options_.retry.max_attempts || !Retryable(status) ||
@@ -139,6 +157,22 @@ void RecordChunk(StreamChunk& chunk, StreamResult& result) {
 StreamResult Client::GenerateStream(const v1::GenerateRequest& request,
                                     const std::function<void(const StreamChunk&)>& on_chunk,
                                     const CallOptions& options) {
+  return RunStream(
+      [&](grpc::ClientContext* context) { return NextStub().GenerateStream(context, request); },
+      on_chunk, options);
+}
+
+StreamResult Client::ChatStream(const v1::ChatRequest& request,
+                                const std::function<void(const StreamChunk&)>& on_chunk,
+                                const CallOptions& options) {
+  return RunStream(
+      [&](grpc::ClientContext* context) { return NextStub().ChatStream(context, request); },
+      on_chunk, options);
+}
+
+StreamResult Client::RunStream(const StreamOpen& open,
+                               const std::function<void(const StreamChunk&)>& on_chunk,
+                               const CallOptions& options) {
   StreamResult result;
   result.sent = absl::Now();
   result.first_chunk = absl::InfiniteFuture();
@@ -151,8 +185,7 @@ StreamResult Client::GenerateStream(const v1::GenerateRequest& request,
     }
     PrepareContext(context, remaining);
     if (options.cancel) options.cancel->Attach(&context);
-    std::unique_ptr<grpc::ClientReader<v1::GenerateResponse>> reader =
-        NextStub().GenerateStream(&context, request);
+    std::unique_ptr<grpc::ClientReader<v1::GenerateResponse>> reader = open(&context);
     StreamChunk chunk;
     while (reader->Read(&chunk.response)) {
       RecordChunk(chunk, result);
@@ -260,6 +293,16 @@ absl::StatusOr<std::string> Client::Detokenize(const std::vector<int32_t>& ids,
   grpc::Status status = NextStub().Detokenize(&context, request, &response);
   if (!status.ok()) return ToAbslStatus(status);
   return response.text();
+}
+
+absl::StatusOr<v1::ApplyChatTemplateResponse> Client::ApplyChatTemplate(
+    const v1::ApplyChatTemplateRequest& request, const CallOptions& options) {
+  grpc::ClientContext context;
+  PrepareContext(context, options);
+  v1::ApplyChatTemplateResponse response;
+  grpc::Status status = NextStub().ApplyChatTemplate(&context, request, &response);
+  if (!status.ok()) return ToAbslStatus(status);
+  return response;
 }
 
 absl::Status Client::WaitUntilServing(absl::Duration timeout) {

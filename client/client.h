@@ -103,6 +103,15 @@ class Client {
                            std::function<void(StreamResult)> on_done,
                            const CallOptions& options = {});
 
+  /// Chat: the server renders the conversation with the model's template.
+  absl::StatusOr<v1::GenerateResponse> Chat(const v1::ChatRequest& request,
+                                            const CallOptions& options = {});
+  StreamResult ChatStream(const v1::ChatRequest& request,
+                          const std::function<void(const StreamChunk&)>& on_chunk = {},
+                          const CallOptions& options = {});
+  absl::StatusOr<v1::ApplyChatTemplateResponse> ApplyChatTemplate(
+      const v1::ApplyChatTemplateRequest& request, const CallOptions& options = {});
+
   absl::StatusOr<v1::GetModelInfoResponse> GetModelInfo(const CallOptions& options = {});
   absl::StatusOr<std::vector<int32_t>> Tokenize(const std::string& text, bool add_special_tokens,
                                                 const CallOptions& options = {});
@@ -114,6 +123,15 @@ class Client {
 
  private:
   explicit Client(const ClientOptions& options) : options_(options) {}
+  // One call on a stub picked per attempt; RunUnary/RunStream add the
+  // deadline, cancellation, retries and (for streams) the timings.
+  using UnaryCall = std::function<grpc::Status(grpc::ClientContext*, v1::GenerateResponse*)>;
+  using StreamOpen = std::function<std::unique_ptr<grpc::ClientReader<v1::GenerateResponse>>(
+      grpc::ClientContext*)>;
+  absl::StatusOr<v1::GenerateResponse> RunUnary(const UnaryCall& call, const CallOptions& options);
+  StreamResult RunStream(const StreamOpen& open,
+                         const std::function<void(const StreamChunk&)>& on_chunk,
+                         const CallOptions& options);
   v1::Inference::Stub& NextStub();
   void PrepareContext(grpc::ClientContext& context, const CallOptions& options) const;
   absl::Duration Backoff(int attempt) const;

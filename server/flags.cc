@@ -5,6 +5,9 @@
 ABSL_FLAG(std::string, model, "",
           "Hugging Face model directory (config.json, *.safetensors, tokenizer.json). Empty: the "
           "built-in default model (random weights, byte tokenizer: its text is noise).");
+ABSL_FLAG(std::string, chat_template, "",
+          "A Jinja chat template file, used instead of the model's own (tokenizer_config.json, "
+          "chat_template.jinja or GGUF metadata) for Chat and ApplyChatTemplate.");
 ABSL_FLAG(std::string, host, "0.0.0.0", "Address to listen on.");
 ABSL_FLAG(int, port, 50051, "gRPC port (0: any free port).");
 ABSL_FLAG(int, metrics_port, 9464,

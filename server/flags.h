@@ -6,6 +6,7 @@
 #include "absl/flags/declare.h"
 
 ABSL_DECLARE_FLAG(std::string, model);
+ABSL_DECLARE_FLAG(std::string, chat_template);
 ABSL_DECLARE_FLAG(std::string, host);
 ABSL_DECLARE_FLAG(int, port);
 ABSL_DECLARE_FLAG(int, metrics_port);

@@ -4,13 +4,15 @@
 
 #include "engine/core/engine.h"
 #include "kvserve/v1/inference.grpc.pb.h"
+#include "server/chat_mapping.h"
 #include "server/server_metrics.h"
 
 namespace kvserve {
 
 class InferenceService final : public v1::Inference::CallbackService {
  public:
-  InferenceService(Engine& engine, ServerMetrics& metrics) : engine_(engine), metrics_(metrics) {}
+  InferenceService(Engine& engine, ServerMetrics& metrics, ChatAccess chat)
+      : engine_(engine), metrics_(metrics), chat_(std::move(chat)) {}
 
   grpc::ServerUnaryReactor* Generate(grpc::CallbackServerContext* context,
                                      const v1::GenerateRequest* request,
@@ -27,9 +29,20 @@ class InferenceService final : public v1::Inference::CallbackService {
                                        const v1::DetokenizeRequest* request,
                                        v1::DetokenizeResponse* response) override;
 
+  // Chat (inference_service_chat.cc).
+  grpc::ServerUnaryReactor* ApplyChatTemplate(grpc::CallbackServerContext* context,
+                                              const v1::ApplyChatTemplateRequest* request,
+                                              v1::ApplyChatTemplateResponse* response) override;
+  grpc::ServerUnaryReactor* Chat(grpc::CallbackServerContext* context,
+                                 const v1::ChatRequest* request,
+                                 v1::GenerateResponse* response) override;
+  grpc::ServerWriteReactor<v1::GenerateResponse>* ChatStream(
+      grpc::CallbackServerContext* context, const v1::ChatRequest* request) override;
+
  private:
   Engine& engine_;
   ServerMetrics& metrics_;
+  ChatAccess chat_;
 };
 
 }  // namespace kvserve

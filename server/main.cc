@@ -17,8 +17,10 @@
 #include "base/logging.h"
 #include "engine/core/engine.h"
 #include "engine/core/metrics/prometheus_stats_logger.h"
+#include "engine/loading/chat_template_file.h"
 #include "engine/loading/model_loader.h"
 #include "server/backend_factory.h"
+#include "server/chat_setup.h"
 #include "server/flags.h"
 #include "server/server.h"
 
@@ -69,6 +71,20 @@ int Run() {
     KV_LOG(INFO) << "no --model: serving the built-in default model (random weights, byte "
                  << "tokenizer): its text is noise";
   }
+  // --chat_template replaces the model's template text; the bos/eos strings
+  // the template sees still come from the model.
+  std::optional<ChatTemplateSource> chat_template = source->chat_template;
+  const std::string chat_template_path = absl::GetFlag(FLAGS_chat_template);
+  if (!chat_template_path.empty()) {
+    absl::StatusOr<std::string> text = ReadChatTemplateFile(chat_template_path);
+    if (!text.ok()) {
+      KV_LOG(ERROR) << text.status().message();
+      return 2;
+    }
+    if (!chat_template) chat_template.emplace();
+    chat_template->text = *std::move(text);
+    chat_template->origin = chat_template_path;
+  }
   BackendOptions backend_options{absl::GetFlag(FLAGS_device), absl::GetFlag(FLAGS_dtype),
                                  absl::GetFlag(FLAGS_gpu_memory_utilization)};
   absl::StatusOr<std::unique_ptr<Backend>> backend = MakeBackend(backend_options, source->config, config);
@@ -85,7 +101,15 @@ int Run() {
     return 1;
   }
 
+  absl::StatusOr<ChatSetup> chat =
+      SetUpChat(chat_template, **engine, /*required=*/!chat_template_path.empty());
+  if (!chat.ok()) {
+    KV_LOG(ERROR) << "--chat_template: " << chat.status().message();
+    return 2;
+  }
+
   ServerOptions options;
+  options.chat = chat->access;
   options.host = absl::GetFlag(FLAGS_host);
   options.port = absl::GetFlag(FLAGS_port);
   options.metrics_port = absl::GetFlag(FLAGS_metrics_port);

@@ -39,8 +39,8 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const Serve
 
 }  // namespace
 
-KvServer::KvServer(Engine& engine, prometheus::Registry& registry)
-    : metrics_registry_(registry), service_(engine, metrics_registry_) {}
+KvServer::KvServer(Engine& engine, prometheus::Registry& registry, ChatAccess chat)
+    : metrics_registry_(registry), service_(engine, metrics_registry_, std::move(chat)) {}
 
 absl::StatusOr<std::unique_ptr<KvServer>> KvServer::Start(const ServerOptions& options,
                                                           Engine& engine,
@@ -48,7 +48,7 @@ absl::StatusOr<std::unique_ptr<KvServer>> KvServer::Start(const ServerOptions& o
   if (options.port < 0 || options.port > 65535) {
     return absl::InvalidArgumentError(absl::StrCat("--port must be in [0, 65535], got ", options.port));
   }
-  std::unique_ptr<KvServer> server(new KvServer(engine, registry));
+  std::unique_ptr<KvServer> server(new KvServer(engine, registry, options.chat));
   server->options_ = options;
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> creds = Credentials(options);
   if (!creds.ok()) return creds.status();

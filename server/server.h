@@ -10,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "engine/core/engine.h"
+#include "server/chat_mapping.h"
 #include "server/inference_service.h"
 #include "server/metrics_http.h"
 #include "server/server_metrics.h"
@@ -24,6 +25,9 @@ struct ServerOptions {
   absl::Duration shutdown_grace = absl::Seconds(5);
   std::string tls_cert_file;  // PEM; with tls_key_file, serve TLS instead of plaintext
   std::string tls_key_file;
+  /// The chat template's formatter (owned by the caller, outliving the
+  /// server), or why chat is unavailable.
+  ChatAccess chat;
 };
 
 class KvServer {
@@ -40,7 +44,7 @@ class KvServer {
   void Shutdown();
 
  private:
-  KvServer(Engine& engine, prometheus::Registry& registry);
+  KvServer(Engine& engine, prometheus::Registry& registry, ChatAccess chat);
 
   ServerOptions options_;
   ServerMetrics metrics_registry_;

@@ -74,7 +74,8 @@ class PythonClientTest(unittest.TestCase):
                  for raw in responses[1].file_descriptor_response.file_descriptor_proto]
         api = next(f for f in files if f.package == "kvserve.v1")
         methods = {m.name for s in api.service for m in s.method}
-        self.assertEqual(methods, {"Generate", "GenerateStream", "GetModelInfo", "Tokenize", "Detokenize"})
+        self.assertEqual(methods, {"Generate", "GenerateStream", "GetModelInfo", "Tokenize",
+                                   "Detokenize", "ApplyChatTemplate", "Chat", "ChatStream"})
         request = next(m for m in api.message_type if m.name == "GenerateRequest")
         self.assertEqual({f.name for f in request.field},
                          {"request_id", "text", "token_ids", "sampling", "stopping"})
@@ -84,6 +85,95 @@ class PythonClientTest(unittest.TestCase):
         self.assertNotEqual(result.returncode, 0)
         self.assertIn("INVALID_ARGUMENT", result.stderr)
         self.assertIn("stopping.max_new_tokens", result.stderr)
+
+
+def start_server(*flags):
+    """A kvserve process on a free port; returns (process, target)."""
+    server = subprocess.Popen(
+        [os.environ["KVSERVE_BIN"], "--port=0", "--metrics_port=-1", "--host=127.0.0.1", *flags],
+        stderr=subprocess.PIPE, text=True)
+    for line in server.stderr:
+        match = re.search(r"serving .* on [0-9.]+:(\d+)", line)
+        if match:
+            return server, f"127.0.0.1:{match.group(1)}"
+    raise RuntimeError("kvserve exited before serving")
+
+
+class ChatClientTest(unittest.TestCase):
+    """client/python/chat.py and `kvserve-cli chat` against the tiny Qwen2
+    fixture served with a ChatML template given by --chat_template; the
+    rendered prompt is checked against Python jinja2."""
+
+    @classmethod
+    def setUpClass(cls):
+        data = os.environ["KVSERVE_TEST_DATA_DIR"]
+        cls.template_path = os.path.join(data, "chat", "chatml_strict.jinja")
+        cls.server, cls.target = start_server(
+            f"--model={os.path.join(data, 'tiny-qwen2')}", f"--chat_template={cls.template_path}")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.terminate()
+        cls.server.wait(timeout=30)
+
+    def chat(self, *args, stdin=None, expect_ok=True):
+        result = subprocess.run(
+            [sys.executable, os.environ["KVSERVE_PY_CHAT"], "--target", self.target, *args],
+            input=stdin, capture_output=True, text=True, timeout=120)
+        if expect_ok:
+            self.assertEqual(result.returncode, 0, result.stderr)
+        return result
+
+    def test_prompt_is_what_jinja2_renders(self):
+        import jinja2
+        from jinja2.sandbox import ImmutableSandboxedEnvironment
+        env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+        with open(self.template_path) as f:
+            template = env.from_string(f.read())
+        expected = template.render(
+            messages=[{"role": "system", "content": "Be brief. ✓"},
+                      {"role": "user", "content": "Grüße, 世界"}],
+            add_generation_prompt=True)
+        out = json.loads(self.chat("--system", "Be brief. ✓", "--message", "Grüße, 世界",
+                                   "--show-prompt", "--json").stdout)
+        self.assertEqual(out["text"], expected)
+        self.assertEqual(out["token_ids"][0], 998)  # <|im_start|>
+
+    def test_one_shot_and_multi_turn(self):
+        one = json.loads(self.chat("--message", "Hello", "--max-tokens", "8", "--json").stdout)
+        self.assertIn(one["finish_reason"], {"FINISH_REASON_LENGTH", "FINISH_REASON_EOS",
+                                             "FINISH_REASON_STOP"})
+        self.assertLessEqual(one["completion_tokens"], 8)
+        lines = self.chat("--max-tokens", "4", "--json", stdin="Hello\nAnd again\n").stdout
+        turns = [json.loads(line) for line in lines.splitlines()]
+        self.assertEqual(len(turns), 2)
+        # The second turn's prompt holds the first turn and its answer.
+        self.assertGreater(turns[1]["prompt_tokens"], turns[0]["prompt_tokens"] + 4)
+        self.assertEqual(turns[0]["text"], one["text"][:len(turns[0]["text"])])
+
+    def test_template_error_is_invalid_argument_with_its_message(self):
+        import grpc
+        sys.path.insert(0, os.path.dirname(os.environ["KVSERVE_PY_CHAT"]))
+        from chat import Chat
+        from kvserve.v1 import inference_pb2, inference_pb2_grpc
+        with grpc.insecure_channel(self.target) as channel:
+            chat = Chat(inference_pb2_grpc.InferenceStub(channel), max_tokens=4)
+            chat.history.append(inference_pb2.ChatMessage(role="robot", content="beep"))
+            with self.assertRaises(grpc.RpcError) as caught:
+                list(chat.send("Hi"))
+        self.assertEqual(caught.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("Unknown role: robot", caught.exception.details())
+        self.assertEqual(len(chat.history), 1)  # the failed turn is not kept
+
+    def test_cli_chat_transcript(self):
+        result = subprocess.run(
+            [os.environ["KVSERVE_CLI"], "--target", self.target, "chat", "--max-tokens", "4"],
+            input="Hello\n/reset\nBye\n", capture_output=True, text=True, timeout=120)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(result.stdout.count("you> "), 2, result.stdout)
+        self.assertEqual(result.stdout.count("assistant> "), 2, result.stdout)
+        self.assertIn("(conversation reset)", result.stdout)
+        self.assertIn("tokens/s", result.stdout)
 
 
 if __name__ == "__main__":

@@ -41,11 +41,17 @@ std::unique_ptr<TestServer> StartTestServer(const std::string& model_dir, Engine
   auto source = OpenModelSource(model_dir);
   EXPECT_TRUE(source.ok()) << source.status();
   if (!source.ok()) return nullptr;
+  const std::optional<ChatTemplateSource> chat_template = source->chat_template;
   auto engine =
       Engine::Create(config, *std::move(source), std::make_unique<CpuBackend>(), t->stats_logger.get());
   EXPECT_TRUE(engine.ok()) << engine.status();
   if (!engine.ok()) return nullptr;
   t->engine = *std::move(engine);
+  auto chat = SetUpChat(chat_template, *t->engine, /*required=*/false);
+  EXPECT_TRUE(chat.ok()) << chat.status();
+  if (!chat.ok()) return nullptr;
+  t->chat = *std::move(chat);
+  options.chat = t->chat.access;
   options.host = "127.0.0.1";
   options.port = 0;
   options.metrics_port = 0;

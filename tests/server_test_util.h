@@ -9,6 +9,7 @@
 #include "engine/core/engine.h"
 #include "engine/core/metrics/prometheus_stats_logger.h"
 #include "prometheus/registry.h"
+#include "server/chat_setup.h"
 #include "server/server.h"
 
 namespace kvserve::testing {
@@ -17,6 +18,7 @@ struct TestServer {
   std::shared_ptr<prometheus::Registry> registry;
   std::unique_ptr<PrometheusStatsLogger> stats_logger;  // declared before the engine: outlives it
   std::unique_ptr<Engine> engine;
+  ChatSetup chat;  // from the model directory's chat template, if any
   std::unique_ptr<KvServer> server;
   std::unique_ptr<Client> client;
 
@@ -29,7 +31,8 @@ struct TestServer {
   ~TestServer() { Stop(); }
 };
 
-/// Starts a server for `model_dir` ("" = the built-in default model).
+/// Starts a server for `model_dir` ("" = the built-in default model), with
+/// chat when the directory has a chat template.
 std::unique_ptr<TestServer> StartTestServer(const std::string& model_dir,
                                             EngineConfig config = {},
                                             ServerOptions options = {});

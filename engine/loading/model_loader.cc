@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
+#include "engine/loading/chat_template_file.h"
 #include "engine/loading/checkpoint.h"
 #include "engine/loading/default_model.h"
 #include "engine/loading/gguf_model_source.h"
@@ -46,6 +47,7 @@ absl::StatusOr<ModelSource> OpenModelSource(const std::string& dir) {
   } else {
     KV_LOG(WARNING) << dir << " has no tokenizer.json: this model accepts token_ids input only";
   }
+  ASSIGN_OR_RETURN(source.chat_template, ReadChatTemplate(dir));
   return source;
 }
 

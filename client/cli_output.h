@@ -1,0 +1,30 @@
+// What kvserve-cli prints: terminal-safe text and the speed of a stream.
+#pragma once
+
+#include <string>
+
+#include "client/client.h"
+#include "nlohmann/json.hpp"
+
+namespace kvserve {
+
+/// Control characters (a random model emits ESC sequences too) as \xNN, so
+/// streamed text cannot drive the terminal.
+std::string Printable(const std::string& text);
+
+struct StreamSpeed {
+  int tokens = 0;
+  double ttft_ms = 0;
+  double e2e_ms = 0;
+  double tokens_per_s = 0;         // all tokens over the whole call
+  double decode_tokens_per_s = 0;  // tokens after the first, over the time after it
+};
+StreamSpeed SpeedOf(const StreamResult& result);
+
+/// "ttft 12 ms | 30 tokens in 400 ms | 75 tokens/s (decode 80 tokens/s) | finish: eos | prompt 20 tokens"
+std::string SpeedLine(const StreamResult& result);
+
+/// The result as one JSON object (text, ids, finish, usage, speed).
+nlohmann::json ResultJson(const StreamResult& result);
+
+}  // namespace kvserve

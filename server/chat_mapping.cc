@@ -1,0 +1,67 @@
+#include "server/chat_mapping.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "engine/text/chat_template/chat_template.h"
+
+namespace kvserve {
+
+absl::StatusOr<ChatPrompt> RenderChat(
+    const ChatAccess& chat,
+    const google::protobuf::RepeatedPtrField<v1::ChatMessage>& messages,
+    const std::string& tools_json, bool add_generation_prompt) {
+  if (chat.formatter == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "chat is not available for this model: ", chat.unavailable_reason));
+  }
+  if (messages.empty()) {
+    return absl::InvalidArgumentError("messages: at least one message is required");
+  }
+  if (messages.size() > kMaxChatMessages) {
+    return absl::InvalidArgumentError(absl::StrCat("messages: ", messages.size(),
+                                                   " messages, the limit is ", kMaxChatMessages));
+  }
+  nlohmann::ordered_json conversation = nlohmann::ordered_json::array();
+  for (int i = 0; i < messages.size(); ++i) {
+    const v1::ChatMessage& message = messages[i];
+    if (message.role().empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("messages[", i, "].role is empty"));
+    }
+    // proto3 has already checked that role and content are valid UTF-8.
+    conversation.push_back({{"role", message.role()}, {"content", message.content()}});
+  }
+  nlohmann::ordered_json tools;
+  const nlohmann::ordered_json* tools_arg = nullptr;
+  if (!tools_json.empty()) {
+    tools = nlohmann::ordered_json::parse(tools_json, nullptr, /*allow_exceptions=*/false);
+    if (tools.is_discarded() || !tools.is_array()) {
+      return absl::InvalidArgumentError("tools_json must be a JSON array of tool definitions");
+    }
+    tools_arg = &tools;
+  }
+  absl::StatusOr<ChatPrompt> prompt =
+      chat.formatter->Format(conversation, add_generation_prompt, tools_arg);
+  if (!prompt.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("chat template: ", prompt.status().message()));
+  }
+  return prompt;
+}
+
+v1::GenerateRequest ToGenerateRequest(const v1::ChatRequest& chat, const ChatPrompt& prompt,
+                                      const ChatFormatter& formatter) {
+  v1::GenerateRequest request;
+  request.set_request_id(chat.request_id());
+  request.mutable_token_ids()->mutable_ids()->Add(prompt.token_ids.begin(),
+                                                  prompt.token_ids.end());
+  if (chat.has_sampling()) *request.mutable_sampling() = chat.sampling();
+  if (chat.has_stopping()) *request.mutable_stopping() = chat.stopping();
+  v1::StoppingCriteria* stopping = request.mutable_stopping();
+  for (int32_t id : formatter.end_of_turn_token_ids()) {
+    const auto& ids = stopping->stop_token_ids();
+    if (std::find(ids.begin(), ids.end(), id) == ids.end()) stopping->add_stop_token_ids(id);
+  }
+  return request;
+}
+
+}  // namespace kvserve

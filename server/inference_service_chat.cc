@@ -1,0 +1,68 @@
+// The chat RPCs: render the conversation with the model's template, then run
+// it through the same reactors as Generate / GenerateStream.
+#include "server/generate_reactors.h"
+#include "server/inference_service.h"
+#include "server/status_map.h"
+
+namespace kvserve {
+namespace {
+
+// A stream refused before it started: finishes with the error at once.
+class RefusedStreamReactor final : public grpc::ServerWriteReactor<v1::GenerateResponse> {
+ public:
+  explicit RefusedStreamReactor(grpc::Status status) { Finish(std::move(status)); }
+  void OnDone() override { delete this; }
+};
+
+}  // namespace
+
+grpc::ServerUnaryReactor* InferenceService::ApplyChatTemplate(
+    grpc::CallbackServerContext* context, const v1::ApplyChatTemplateRequest* request,
+    v1::ApplyChatTemplateResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  absl::StatusOr<ChatPrompt> prompt =
+      RenderChat(chat_, request->messages(), request->tools_json(),
+                 request->has_add_generation_prompt() ? request->add_generation_prompt() : true);
+  if (!prompt.ok()) {
+    reactor->Finish(ToGrpcStatus(prompt.status(), "ApplyChatTemplate"));
+    return reactor;
+  }
+  response->set_text(prompt->text);
+  response->mutable_token_ids()->Add(prompt->token_ids.begin(), prompt->token_ids.end());
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* InferenceService::Chat(grpc::CallbackServerContext* context,
+                                                 const v1::ChatRequest* request,
+                                                 v1::GenerateResponse* response) {
+  absl::StatusOr<ChatPrompt> prompt = RenderChat(chat_, request->messages(),
+                                                 request->tools_json(),
+                                                 /*add_generation_prompt=*/true);
+  if (!prompt.ok()) {
+    const grpc::Status status = ToGrpcStatus(prompt.status(), "Chat");
+    metrics_.RecordOutcome(OutcomeLabel(status));
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    reactor->Finish(status);
+    return reactor;
+  }
+  // The reactor reads the request only while constructing itself.
+  const v1::GenerateRequest generate = ToGenerateRequest(*request, *prompt, *chat_.formatter);
+  return new GenerateUnaryReactor(context, &generate, response, engine_, metrics_);
+}
+
+grpc::ServerWriteReactor<v1::GenerateResponse>* InferenceService::ChatStream(
+    grpc::CallbackServerContext* context, const v1::ChatRequest* request) {
+  absl::StatusOr<ChatPrompt> prompt = RenderChat(chat_, request->messages(),
+                                                 request->tools_json(),
+                                                 /*add_generation_prompt=*/true);
+  if (!prompt.ok()) {
+    const grpc::Status status = ToGrpcStatus(prompt.status(), "ChatStream");
+    metrics_.RecordOutcome(OutcomeLabel(status));
+    return new RefusedStreamReactor(status);
+  }
+  const v1::GenerateRequest generate = ToGenerateRequest(*request, *prompt, *chat_.formatter);
+  return new GenerateStreamReactor(context, &generate, engine_, metrics_);
+}
+
+}  // namespace kvserve

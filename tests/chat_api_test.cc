@@ -1,0 +1,214 @@
+// The chat API over real gRPC on loopback: ApplyChatTemplate, Chat and
+// ChatStream on the tiny Qwen2 fixture with a strict ChatML template
+// (tests/data/chat/chatml_strict.jinja) placed next to the model as
+// chat_template.jinja, so the template comes through the real loader.
+#include <filesystem>
+#include <fstream>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/server_test_util.h"
+#include "tests/test_paths.h"
+
+namespace kvserve::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int32_t kImStart = 998;
+constexpr int32_t kImEnd = 999;  // end of turn; the model's EOS is 997
+
+// A copy of the tiny-qwen2 fixture plus `extra` files, in a fresh temp dir.
+std::string ModelDirWith(const std::string& name,
+                         const std::vector<std::pair<std::string, std::string>>& extra) {
+  const fs::path dir = fs::temp_directory_path() / ("kvserve_chat_" + name + "_" +
+                                                   std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (const auto& entry : fs::directory_iterator(FixtureDir("tiny-qwen2"))) {
+    fs::copy(entry.path(), dir / entry.path().filename());
+  }
+  for (const auto& [file, text] : extra) std::ofstream(dir / file) << text;
+  return dir.string();
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+void AddMessage(google::protobuf::RepeatedPtrField<v1::ChatMessage>* messages,
+                const std::string& role, const std::string& content) {
+  v1::ChatMessage* m = messages->Add();
+  m->set_role(role);
+  m->set_content(content);
+}
+
+class ChatApiTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    model_dir_ = new std::string(ModelDirWith(
+        "chatml", {{"chat_template.jinja", ReadFile(TestDataDir() + "/chat/chatml_strict.jinja")}}));
+  }
+  static void TearDownTestSuite() {
+    fs::remove_all(*model_dir_);
+    delete model_dir_;
+  }
+  void SetUp() override {
+    server_ = StartTestServer(*model_dir_);
+    ASSERT_NE(server_, nullptr);
+  }
+  void TearDown() override {
+    if (server_) EXPECT_EQ(server_->Metric("kvserve_kv_blocks_used"), 0);
+  }
+
+  static std::string* model_dir_;
+  std::unique_ptr<TestServer> server_;
+};
+std::string* ChatApiTest::model_dir_ = nullptr;
+
+TEST_F(ChatApiTest, RendersTheConversationAndEncodesItWithoutAddingSpecialTokens) {
+  v1::ApplyChatTemplateRequest request;
+  AddMessage(request.mutable_messages(), "system", "You are terse.");
+  AddMessage(request.mutable_messages(), "user", "Hi");
+  auto response = server_->client->ApplyChatTemplate(request);
+  ASSERT_TRUE(response.ok()) << response.status();
+  // What Python jinja2 renders for this template and conversation.
+  EXPECT_EQ(response->text(),
+            "<|im_start|>system\nYou are terse.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
+            "<|im_start|>assistant\n");
+  auto ids = server_->client->Tokenize(response->text(), /*add_special_tokens=*/false);
+  ASSERT_TRUE(ids.ok()) << ids.status();
+  EXPECT_THAT(std::vector<int32_t>(response->token_ids().begin(), response->token_ids().end()),
+              ::testing::ElementsAreArray(*ids));
+  EXPECT_EQ(response->token_ids(0), kImStart);
+
+  request.set_add_generation_prompt(false);
+  response = server_->client->ApplyChatTemplate(request);
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->text(),
+            "<|im_start|>system\nYou are terse.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n");
+}
+
+TEST_F(ChatApiTest, ToolsReachTheTemplate) {
+  v1::ApplyChatTemplateRequest request;
+  AddMessage(request.mutable_messages(), "system", "S");
+  AddMessage(request.mutable_messages(), "user", "What time is it?");
+  request.set_tools_json(R"([{"type": "function", "function": {"name": "get_time", "parameters": {}}}])");
+  request.set_add_generation_prompt(false);
+  auto response = server_->client->ApplyChatTemplate(request);
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->text(),
+            "<|im_start|>system\nS\n\nTools: [{\"type\": \"function\", \"function\": {\"name\": "
+            "\"get_time\", \"parameters\": {}}}]<|im_end|>\n<|im_start|>user\nWhat time is "
+            "it?<|im_end|>\n");
+
+  request.set_tools_json("{\"not\": \"a list\"}");
+  response = server_->client->ApplyChatTemplate(request);
+  EXPECT_EQ(response.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(response.status().message(), ::testing::HasSubstr("tools_json"));
+}
+
+TEST_F(ChatApiTest, ChatGeneratesLikeTheRenderedPromptAndStopsAtTheEndOfTurn) {
+  v1::ChatRequest chat;
+  AddMessage(chat.mutable_messages(), "user", "Hello there");
+  chat.mutable_stopping()->set_max_new_tokens(12);
+  auto answer = server_->client->Chat(chat);
+  ASSERT_TRUE(answer.ok()) << answer.status();
+
+  v1::ApplyChatTemplateRequest render;
+  *render.mutable_messages() = chat.messages();
+  auto prompt = server_->client->ApplyChatTemplate(render);
+  ASSERT_TRUE(prompt.ok()) << prompt.status();
+  v1::GenerateRequest generate;
+  *generate.mutable_token_ids()->mutable_ids() = prompt->token_ids();
+  generate.mutable_stopping()->set_max_new_tokens(12);
+  generate.mutable_stopping()->add_stop_token_ids(kImEnd);
+  auto expected = server_->client->Generate(generate);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+
+  EXPECT_THAT(std::vector<int32_t>(answer->token_ids().begin(), answer->token_ids().end()),
+              ::testing::ElementsAreArray(expected->token_ids()));
+  EXPECT_EQ(answer->text(), expected->text());
+  EXPECT_EQ(answer->finish_reason(), expected->finish_reason());
+  EXPECT_EQ(answer->usage().prompt_tokens(), static_cast<uint32_t>(prompt->token_ids_size()));
+
+  StreamResult streamed = server_->client->ChatStream(chat);
+  ASSERT_TRUE(streamed.status.ok()) << streamed.status.error_message();
+  EXPECT_THAT(std::vector<int32_t>(streamed.response.token_ids().begin(),
+                                   streamed.response.token_ids().end()),
+              ::testing::ElementsAreArray(answer->token_ids()));
+  EXPECT_EQ(server_->chat.formatter->end_of_turn_token_ids(), std::vector<int32_t>{kImEnd});
+}
+
+TEST_F(ChatApiTest, EndOfTurnTokenIsAddedToTheCallersStopTokens) {
+  v1::ChatRequest chat;
+  AddMessage(chat.mutable_messages(), "user", "x");
+  chat.mutable_stopping()->add_stop_token_ids(5);
+  const ChatPrompt prompt{"p", {1, 2}};
+  v1::GenerateRequest request = ToGenerateRequest(chat, prompt, *server_->chat.formatter);
+  EXPECT_THAT(request.stopping().stop_token_ids(), ::testing::ElementsAre(5, kImEnd));
+  EXPECT_THAT(request.token_ids().ids(), ::testing::ElementsAre(1, 2));
+}
+
+TEST_F(ChatApiTest, BadConversationsAreRefusedByName) {
+  v1::ChatRequest chat;
+  auto empty = server_->client->Chat(chat);
+  EXPECT_EQ(empty.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(empty.status().message(), ::testing::HasSubstr("messages"));
+
+  AddMessage(chat.mutable_messages(), "", "no role");
+  auto no_role = server_->client->Chat(chat);
+  EXPECT_EQ(no_role.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(no_role.status().message(), ::testing::HasSubstr("messages[0].role"));
+
+  // The template's own raise_exception message, unary and streamed.
+  chat.clear_messages();
+  AddMessage(chat.mutable_messages(), "robot", "beep");
+  auto rejected = server_->client->Chat(chat);
+  EXPECT_EQ(rejected.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(rejected.status().message(), ::testing::HasSubstr("Unknown role: robot"));
+  StreamResult streamed = server_->client->ChatStream(chat);
+  EXPECT_EQ(streamed.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(streamed.status.error_message(), ::testing::HasSubstr("Unknown role: robot"));
+
+  // Too long for the context: the engine's own limit, named.
+  chat.clear_messages();
+  AddMessage(chat.mutable_messages(), "user", std::string(5000, 'a'));
+  auto too_long = server_->client->Chat(chat);
+  EXPECT_EQ(too_long.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ChatWithoutTemplateTest, ChatIsAFailedPreconditionAndGenerateStillWorks) {
+  auto server = StartTestServer(FixtureDir("tiny-qwen2"));
+  ASSERT_NE(server, nullptr);
+  v1::ChatRequest chat;
+  AddMessage(chat.mutable_messages(), "user", "Hi");
+  EXPECT_EQ(server->client->Chat(chat).status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(server->client->ChatStream(chat).status.error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);
+  v1::ApplyChatTemplateRequest render;
+  *render.mutable_messages() = chat.messages();
+  auto rendered = server->client->ApplyChatTemplate(render);
+  EXPECT_EQ(rendered.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(rendered.status().message(), ::testing::HasSubstr("no chat template"));
+  EXPECT_TRUE(server->client->Generate(TokenRequest({1, 2, 3}, 4)).ok());
+}
+
+TEST(ChatWithoutTemplateTest, ATemplateThatDoesNotParseDisablesChatOnly) {
+  const std::string dir = ModelDirWith("broken", {{"chat_template.jinja", "{% for m in %}"}});
+  {
+    auto server = StartTestServer(dir);
+    ASSERT_NE(server, nullptr);
+    v1::ApplyChatTemplateRequest render;
+    AddMessage(render.mutable_messages(), "user", "Hi");
+    auto rendered = server->client->ApplyChatTemplate(render);
+    EXPECT_EQ(rendered.status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_THAT(rendered.status().message(), ::testing::HasSubstr("chat_template.jinja"));
+    EXPECT_TRUE(server->client->Generate(TokenRequest({1, 2, 3}, 4)).ok());
+  }
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace kvserve::testing
