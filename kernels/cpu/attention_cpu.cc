@@ -65,11 +65,20 @@ inline float DotUnrolled(const float* x, const float* y, int n) {
   return sum;
 }
 
+// The dispatch of target_clones is an ifunc, whose resolver the dynamic
+// loader runs before ThreadSanitizer's runtime is up; instrumented, it
+// crashes at load. A TSan build (deploy/run-tsan.sh) compiles one version.
+#if defined(__SANITIZE_THREAD__)
+#define KV_CPU_CLONES
+#else
+#define KV_CPU_CLONES __attribute__((target_clones("arch=haswell", "default")))
+#endif
+
 // One query position, all `group` query heads that share KV head `kvh`:
 // out[g] = softmax(q[g] · K[0..num_keys)ᵀ · scale) · V[0..num_keys). Each key
 // and value row is read once for the whole group. Compiled twice: for
 // AVX2+FMA machines and for any x86-64, chosen at load time.
-__attribute__((target_clones("arch=haswell", "default")))
+KV_CPU_CLONES
 void AttendGroup(const float* q, int group, int dim, const PagedRows& keys,
                  const PagedRows& values, int num_keys, float scale, std::vector<float>& scores,
                  float* out) {
