@@ -2,6 +2,8 @@
 //
 //   kvserve-cli --target HOST:PORT generate --prompt TEXT | --prompt-ids 1,2,3
 //               [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S]
+//               [--repetition-penalty R] [--presence-penalty P] [--frequency-penalty F]
+//               [--min-p P] [--min-tokens N] [--logprobs N]
 //               [--stop STR]... [--ignore-eos] [--timeout-s S] [--json]
 //   kvserve-cli --target HOST:PORT chat [--message TEXT] [--system TEXT] [sampling flags]
 //   kvserve-cli --target HOST:PORT info
@@ -9,7 +11,9 @@
 //   kvserve-cli --target HOST:PORT health
 //
 // `generate` prints the text as it streams, then the time to first token and
-// tokens/s; with --json, one JSON object instead. Flags accept dashes or
+// tokens/s; with --json, one JSON object instead. --logprobs N adds each
+// token's log-probability and its N most likely alternatives (a table after
+// the text, or a "logprobs" array in the JSON). Flags accept dashes or
 // underscores (--max-tokens = --max_tokens).
 #include <iostream>
 
@@ -37,6 +41,14 @@ ABSL_FLAG(double, temperature, 0.0, "sampling.temperature (0 = greedy).");
 ABSL_FLAG(int, top_k, 0, "sampling.top_k (0 = off).");
 ABSL_FLAG(double, top_p, 1.0, "sampling.top_p.");
 ABSL_FLAG(int64_t, seed, -1, "sampling.seed (-1 = unset: random).");
+ABSL_FLAG(double, repetition_penalty, 1.0, "sampling.repetition_penalty (1 = off).");
+ABSL_FLAG(double, presence_penalty, 0.0, "sampling.presence_penalty, in [-2, 2].");
+ABSL_FLAG(double, frequency_penalty, 0.0, "sampling.frequency_penalty, in [-2, 2].");
+ABSL_FLAG(double, min_p, 0.0, "sampling.min_p, in [0, 1] (0 = off).");
+ABSL_FLAG(int, min_tokens, 0, "sampling.min_new_tokens: no EOS or stop id before this many.");
+ABSL_FLAG(int, logprobs, -1,
+          "sampling.logprobs: print each token's log-probability and N alternatives, N in "
+          "0..20 (-1 = off).");
 ABSL_FLAG(std::vector<std::string>, stop, {}, "Stop strings, comma-separated.");
 ABSL_FLAG(bool, ignore_eos, false, "Keep generating after the end-of-sequence token.");
 ABSL_FLAG(double, timeout_s, 0, "Deadline in seconds (0 = none).");
@@ -62,14 +74,34 @@ absl::StatusOr<std::vector<int32_t>> ParseIds(const std::string& text) {
 }
 
 // Sampling and stopping from the flags, for generate and chat alike.
-void FillSettings(v1::SamplingParams* s, v1::StoppingCriteria* st) {
+absl::Status FillSettings(v1::SamplingParams* s, v1::StoppingCriteria* st) {
   s->set_temperature(static_cast<float>(absl::GetFlag(FLAGS_temperature)));
   if (absl::GetFlag(FLAGS_top_k) != 0) s->set_top_k(absl::GetFlag(FLAGS_top_k));
   if (absl::GetFlag(FLAGS_top_p) != 1.0) s->set_top_p(static_cast<float>(absl::GetFlag(FLAGS_top_p)));
   if (absl::GetFlag(FLAGS_seed) >= 0) s->set_seed(static_cast<uint64_t>(absl::GetFlag(FLAGS_seed)));
+  // Sent only when given, so that the server's defaults and checks apply.
+  if (absl::GetFlag(FLAGS_repetition_penalty) != 1.0) {
+    s->set_repetition_penalty(static_cast<float>(absl::GetFlag(FLAGS_repetition_penalty)));
+  }
+  if (absl::GetFlag(FLAGS_presence_penalty) != 0.0) {
+    s->set_presence_penalty(static_cast<float>(absl::GetFlag(FLAGS_presence_penalty)));
+  }
+  if (absl::GetFlag(FLAGS_frequency_penalty) != 0.0) {
+    s->set_frequency_penalty(static_cast<float>(absl::GetFlag(FLAGS_frequency_penalty)));
+  }
+  if (absl::GetFlag(FLAGS_min_p) != 0.0) s->set_min_p(static_cast<float>(absl::GetFlag(FLAGS_min_p)));
+  if (absl::GetFlag(FLAGS_min_tokens) < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--min-tokens must be >= 0, got ", absl::GetFlag(FLAGS_min_tokens)));
+  }
+  s->set_min_new_tokens(static_cast<uint32_t>(absl::GetFlag(FLAGS_min_tokens)));
+  if (absl::GetFlag(FLAGS_logprobs) >= 0) {
+    s->set_logprobs(static_cast<uint32_t>(absl::GetFlag(FLAGS_logprobs)));
+  }
   st->set_max_new_tokens(static_cast<uint32_t>(std::max(0, absl::GetFlag(FLAGS_max_tokens))));
   for (const std::string& stop : absl::GetFlag(FLAGS_stop)) st->add_stop(stop);
   st->set_ignore_eos(absl::GetFlag(FLAGS_ignore_eos));
+  return absl::OkStatus();
 }
 
 absl::StatusOr<v1::GenerateRequest> BuildRequest() {
@@ -86,7 +118,10 @@ absl::StatusOr<v1::GenerateRequest> BuildRequest() {
     if (!ids.ok()) return ids.status();
     for (int32_t id : *ids) request.mutable_token_ids()->add_ids(id);
   }
-  FillSettings(request.mutable_sampling(), request.mutable_stopping());
+  if (absl::Status s = FillSettings(request.mutable_sampling(), request.mutable_stopping());
+      !s.ok()) {
+    return s;
+  }
   return request;
 }
 
@@ -121,10 +156,14 @@ int Generate(Client& client) {
   }
   if (json) {
     // The text of the noise model may not be valid UTF-8 in pieces; replace, never throw.
-    std::cout << ResultJson(r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
-              << "\n";
+    nlohmann::json out = ResultJson(r);
+    if (request->sampling().has_logprobs()) out["logprobs"] = LogprobsJson(r.response);
+    std::cout << out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
     std::cout << "\n--\n" << SpeedLine(r) << "\n";
+    if (request->sampling().has_logprobs()) {
+      std::cout << "--\nlogprobs (token logprob | top alternatives):\n" << LogprobsTable(r.response);
+    }
   }
   return 0;
 }
@@ -135,7 +174,11 @@ int Chat(Client& client) {
   options.system = absl::GetFlag(FLAGS_system);
   options.json = absl::GetFlag(FLAGS_json);
   options.call = Call();
-  FillSettings(options.settings.mutable_sampling(), options.settings.mutable_stopping());
+  if (absl::Status s =
+          FillSettings(options.settings.mutable_sampling(), options.settings.mutable_stopping());
+      !s.ok()) {
+    return Fail(s);
+  }
   return RunChatCommand(client, options);
 }
 
@@ -160,7 +203,8 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "kvserve-cli --target HOST:PORT (generate|chat|info|tokenize|health) [flags]\n"
       "  generate --prompt TEXT | --prompt-ids 1,2,3 [--max-tokens N] [--temperature T] "
-      "[--seed S] [--json]\n"
+      "[--seed S] [--repetition-penalty R] [--presence-penalty P] [--frequency-penalty F] "
+      "[--min-p P] [--min-tokens N] [--logprobs N] [--json]\n"
       "  chat [--message TEXT] [--system TEXT] (no --message: an interactive conversation)");
   std::vector<char*> args = kvserve::NormalizeFlagNames(argc, argv);
   std::vector<char*> positional = absl::ParseCommandLine(static_cast<int>(args.size()), args.data());

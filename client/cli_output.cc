@@ -56,4 +56,29 @@ nlohmann::json ResultJson(const StreamResult& r) {
   return out;
 }
 
+nlohmann::json LogprobsJson(const v1::GenerateResponse& response) {
+  nlohmann::json all = nlohmann::json::array();
+  for (const v1::TokenLogprobs& l : response.logprobs()) {
+    nlohmann::json top = nlohmann::json::array();
+    for (const v1::TokenLogprob& t : l.top()) {
+      top.push_back({{"token_id", t.token_id()}, {"logprob", t.logprob()}});
+    }
+    all.push_back({{"token_id", l.token_id()}, {"logprob", l.logprob()}, {"top", top}});
+  }
+  return all;
+}
+
+std::string LogprobsTable(const v1::GenerateResponse& response) {
+  std::string out;
+  for (const v1::TokenLogprobs& l : response.logprobs()) {
+    absl::StrAppendFormat(&out, "%d %.4f", l.token_id(), l.logprob());
+    if (l.top_size() > 0) out += " |";
+    for (const v1::TokenLogprob& t : l.top()) {
+      absl::StrAppendFormat(&out, " %d:%.4f", t.token_id(), t.logprob());
+    }
+    out += "\n";
+  }
+  return out;
+}
+
 }  // namespace kvserve

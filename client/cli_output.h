@@ -27,4 +27,11 @@ std::string SpeedLine(const StreamResult& result);
 /// The result as one JSON object (text, ids, finish, usage, speed).
 nlohmann::json ResultJson(const StreamResult& result);
 
+/// The response's log-probabilities (SamplingParams.logprobs) as a JSON array:
+/// [{"token_id", "logprob", "top": [{"token_id", "logprob"}, ...]}, ...].
+nlohmann::json LogprobsJson(const v1::GenerateResponse& response);
+
+/// One line per token: "id logprob | alt:logprob alt:logprob ...".
+std::string LogprobsTable(const v1::GenerateResponse& response);
+
 }  // namespace kvserve

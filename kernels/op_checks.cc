@@ -187,6 +187,54 @@ absl::Status CheckDecodeAttention(const DecodeAttentionParams& p) {
   return absl::OkStatus();
 }
 
+namespace {
+
+bool IsVector(const Tensor& t, DType dtype, int64_t n) {
+  return t.dtype == dtype && t.rank == 1 && t.dim(0) == n;
+}
+
+absl::Status CheckLogitAdjustments(const LogitAdjustments& a, int rows) {
+  constexpr absl::string_view op = "Sample";
+  if (!a.active()) return absl::OkStatus();
+  for (const Tensor* t : {&a.repetition_penalty, &a.presence_penalty, &a.frequency_penalty}) {
+    if (!IsVector(*t, DType::kFloat32, rows)) return Mismatch(op, "penalties [S] float32", *t);
+  }
+  for (const Tensor* t : {&a.seen_offsets, &a.banned_offsets}) {
+    if (!IsVector(*t, DType::kInt32, rows + 1)) return Mismatch(op, "offsets [S + 1] int32", *t);
+  }
+  const int64_t seen = a.seen_tokens.rank == 1 ? a.seen_tokens.dim(0) : -1;
+  if (a.seen_tokens.dtype != DType::kInt32 || seen < 0 ||
+      !IsVector(a.seen_counts, DType::kInt32, seen)) {
+    return Mismatch(op, "seen_tokens and seen_counts [N] int32", a.seen_counts);
+  }
+  if (a.banned_tokens.dtype != DType::kInt32 || a.banned_tokens.rank != 1) {
+    return Mismatch(op, "banned_tokens [M] int32", a.banned_tokens);
+  }
+  if (!IsVector(a.saved_logits, DType::kFloat32, seen + a.banned_tokens.dim(0))) {
+    return Mismatch(op, "saved_logits [N + M] float32", a.saved_logits);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckLogprobOutputs(const LogprobOutputs& l, int rows) {
+  constexpr absl::string_view op = "Sample";
+  if (!l.active()) return absl::OkStatus();
+  if (!IsVector(l.top_n, DType::kInt32, rows)) return Mismatch(op, "top_n [S] int32", l.top_n);
+  if (!IsVector(l.token_logprob, DType::kFloat32, rows)) {
+    return Mismatch(op, "token_logprob [S] float32", l.token_logprob);
+  }
+  if (l.top_ids.dtype != DType::kInt32 || l.top_ids.rank != 2 || l.top_ids.dim(0) != rows) {
+    return Mismatch(op, "top_ids [S, K] int32", l.top_ids);
+  }
+  if (l.top_logprobs.dtype != DType::kFloat32 || l.top_logprobs.rank != 2 ||
+      l.top_logprobs.dim(0) != rows || l.top_logprobs.dim(1) != l.top_ids.dim(1)) {
+    return Mismatch(op, "top_logprobs [S, K] float32", l.top_logprobs);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status CheckSample(const SampleParams& p) {
   constexpr absl::string_view op = "Sample";
   if (p.logits.dtype != DType::kFloat32 || p.logits.rank != 2 || p.logits.dim(0) != p.num_rows) {
@@ -202,7 +250,13 @@ absl::Status CheckSample(const SampleParams& p) {
       return Mismatch(op, "top_k and out_tokens [S] int32", *t);
     }
   }
-  return absl::OkStatus();
+  if (!p.min_p.empty() &&
+      (p.min_p.dtype != DType::kFloat32 || p.min_p.rank != 1 || p.min_p.dim(0) != p.num_rows)) {
+    return Mismatch(op, "min_p [S] float32", p.min_p);
+  }
+  absl::Status st = CheckLogitAdjustments(p.adjust, p.num_rows);
+  if (!st.ok()) return st;
+  return CheckLogprobOutputs(p.logprobs, p.num_rows);
 }
 
 }  // namespace kvserve

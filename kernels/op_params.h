@@ -75,19 +75,58 @@ struct DecodeAttentionParams {
   int max_context_len = 0;
 };
 
-/// Picks one token per row. Candidates are the top_k largest logits when
-/// top_k > 0 (else all), ordered by logit descending (ties: lower id first)
-/// when top_k or top_p is active; top_p keeps the shortest prefix of that order
-/// whose probability reaches top_p. The token is where the cumulative
-/// probability first exceeds uniform * total. temperature 0 = argmax (lowest
-/// id on ties), and uniform is ignored.
+/// Per-row logit adjustments applied before the sampling rule (penalties and
+/// min_new_tokens' banned ids), as sparse lists: row r's entries are
+/// [offsets[r], offsets[r + 1]). Each seen entry (id t, count c) changes
+/// logit x of t as x' = (x > 0 ? x / rep : x * rep) − freq · c − (c > 0 ? pres : 0);
+/// each banned id's logit becomes −∞. Empty tensors (the default): no row has any.
+struct LogitAdjustments {
+  Tensor repetition_penalty;  // [S] float32 > 0, 1 = off
+  Tensor presence_penalty;    // [S] float32
+  Tensor frequency_penalty;   // [S] float32
+  Tensor seen_offsets;        // [S + 1] int32
+  Tensor seen_tokens;         // [N] int32 ids in the prompt or the output, distinct per row
+  Tensor seen_counts;         // [N] int32 times generated (0: only in the prompt)
+  Tensor banned_offsets;      // [S + 1] int32
+  Tensor banned_tokens;       // [M] int32
+  // [N + M] float32 scratch: the adjusted entries' values from before (seen,
+  // then banned), from which a backend may read the sampled token's raw logit.
+  Tensor saved_logits;
+  bool active() const { return !seen_offsets.empty(); }
+};
+
+/// Log-probabilities of the raw logits (log_softmax of `logits` as given,
+/// before adjustments and temperature), for rows with top_n[r] >= 0.
+/// Alternatives are ordered by logit descending, ties lower id first. Empty
+/// tensors (the default): no row wants them.
+struct LogprobOutputs {
+  Tensor top_n;          // [S] int32: -1 = none, else 0..K alternatives
+  Tensor token_logprob;  // [S] float32: the sampled token's
+  Tensor top_ids;        // [S, K] int32; row r fills its first top_n[r]
+  Tensor top_logprobs;   // [S, K] float32
+  bool active() const { return !top_n.empty(); }
+};
+
+/// Picks one token per row. First the adjustments (which overwrite the
+/// adjusted entries of `logits` in place, after the raw log-probabilities
+/// have been taken). Candidates are the top_k largest logits when top_k > 0
+/// (else all), ordered by logit descending (ties: lower id first) when top_k
+/// or top_p is active; top_p keeps the shortest prefix of that order whose
+/// probability reaches top_p; min_p then keeps those whose probability is at
+/// least min_p times the most likely token's (a prefix of the order when the
+/// order is used, else a subset walked in id order). The token is where the
+/// cumulative probability first exceeds uniform * total. temperature 0 =
+/// argmax (lowest id on ties), and uniform is ignored.
 struct SampleParams {
   Tensor logits;       // [S, V] float32
   Tensor temperature;  // [S] float32
   Tensor top_k;        // [S] int32, 0 = off
   Tensor top_p;        // [S] float32 in (0, 1]
+  Tensor min_p;        // [S] float32 in [0, 1], 0 = off; empty: off for every row
   Tensor uniform;      // [S] float32 in [0, 1), drawn from each request's seeded RNG
   Tensor out_tokens;   // [S] int32
+  LogitAdjustments adjust;
+  LogprobOutputs logprobs;
   int num_rows = 0;    // S
 };
 

@@ -3,7 +3,8 @@
 #include "absl/flags/flag.h"
 
 ABSL_FLAG(std::string, model, "",
-          "Hugging Face model directory (config.json, *.safetensors, tokenizer.json). Empty: the "
+          "Hugging Face model directory (config.json, *.safetensors, tokenizer.json), or a GGUF "
+          "file (path/file.gguf: weights, tokenizer and chat template in one file). Empty: the "
           "built-in default model (random weights, byte tokenizer: its text is noise).");
 ABSL_FLAG(std::string, chat_template, "",
           "A Jinja chat template file, used instead of the model's own (tokenizer_config.json, "
@@ -23,6 +24,9 @@ ABSL_FLAG(int, block_size, 16, "Tokens per KV-cache block (8, 16, 32 or 64).");
 ABSL_FLAG(int, num_kv_blocks, 0,
           "KV-cache blocks in the pool. 0: sized from --kv_cache_memory_mb (CPU) or "
           "--gpu_memory_utilization (GPU).");
+ABSL_FLAG(bool, enable_prefix_caching, true,
+          "Keep the K/V of finished prompts' full blocks and reuse them for requests that start "
+          "with the same tokens (--enable_prefix_caching=false: compute every prompt fully).");
 ABSL_FLAG(int, kv_cache_memory_mb, 512, "CPU: KV-cache memory when --num_kv_blocks is 0.");
 ABSL_FLAG(double, gpu_memory_utilization, 0.9,
           "GPU: fraction of device memory for weights, workspace and KV cache.");

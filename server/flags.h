@@ -16,6 +16,7 @@ ABSL_DECLARE_FLAG(int, max_num_seqs);
 ABSL_DECLARE_FLAG(int, max_num_batched_tokens);
 ABSL_DECLARE_FLAG(int, block_size);
 ABSL_DECLARE_FLAG(int, num_kv_blocks);
+ABSL_DECLARE_FLAG(bool, enable_prefix_caching);
 ABSL_DECLARE_FLAG(int, kv_cache_memory_mb);
 ABSL_DECLARE_FLAG(double, gpu_memory_utilization);
 ABSL_DECLARE_FLAG(int, max_queued_requests);

@@ -32,6 +32,16 @@ absl::Time DeadlineOf(const grpc::CallbackServerContext* context) {
 void Merge(const RequestOutput& out, v1::GenerateResponse& msg) {
   for (int32_t id : out.token_ids) msg.add_token_ids(id);
   msg.mutable_text()->append(out.text);
+  for (const TokenLogprobs& l : out.logprobs) {
+    v1::TokenLogprobs* m = msg.add_logprobs();
+    m->set_token_id(l.token.token_id);
+    m->set_logprob(l.token.logprob);
+    for (const TokenLogprob& t : l.top) {
+      v1::TokenLogprob* alt = m->add_top();
+      alt->set_token_id(t.token_id);
+      alt->set_logprob(t.logprob);
+    }
+  }
   if (out.finished()) {
     msg.set_finish_reason(ToProto(out.finish_reason));
     msg.mutable_usage()->set_prompt_tokens(out.prompt_tokens);

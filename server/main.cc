@@ -1,6 +1,6 @@
 // kvserve: the LLM inference server.
 //
-//   kvserve [--model DIR] [--host H] [--port P] [--metrics_port M] [--device cpu|cuda] ...
+//   kvserve [--model DIR|FILE.gguf] [--host H] [--port P] [--metrics_port M] [--device cpu|cuda] ...
 //
 // Loads the model, starts the engine and the gRPC server, logs one line when
 // serving, and on SIGTERM/SIGINT stops accepting, gives in-flight streams
@@ -46,6 +46,7 @@ int Run() {
   config.max_num_batched_tokens = absl::GetFlag(FLAGS_max_num_batched_tokens);
   config.block_size = absl::GetFlag(FLAGS_block_size);
   config.num_kv_blocks = absl::GetFlag(FLAGS_num_kv_blocks);
+  config.enable_prefix_caching = absl::GetFlag(FLAGS_enable_prefix_caching);
   config.kv_cache_bytes = size_t(std::max(1, absl::GetFlag(FLAGS_kv_cache_memory_mb))) << 20;
   config.max_queued_requests = absl::GetFlag(FLAGS_max_queued_requests);
   config.default_max_new_tokens = static_cast<uint32_t>(std::max(0, absl::GetFlag(FLAGS_default_max_new_tokens)));
@@ -146,7 +147,7 @@ int Run() {
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "kvserve: LLM inference server over gRPC.\n"
-      "  kvserve [--model DIR] [--port 50051] [--device cpu|cuda] [...]\n"
+      "  kvserve [--model DIR|FILE.gguf] [--port 50051] [--device cpu|cuda] [...]\n"
       "Run with --helpfull for every flag.");
   absl::ParseCommandLine(argc, argv);
   return kvserve::Run();

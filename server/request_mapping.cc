@@ -56,6 +56,12 @@ absl::StatusOr<Request> ToEngineRequest(const v1::GenerateRequest& proto, const 
   if (s.has_top_k()) r.sampling.top_k = s.top_k();
   if (s.has_top_p()) r.sampling.top_p = s.top_p();
   if (s.has_seed()) r.sampling.seed = s.seed();
+  if (s.has_repetition_penalty()) r.sampling.repetition_penalty = s.repetition_penalty();
+  if (s.has_presence_penalty()) r.sampling.presence_penalty = s.presence_penalty();
+  if (s.has_frequency_penalty()) r.sampling.frequency_penalty = s.frequency_penalty();
+  if (s.has_min_p()) r.sampling.min_p = s.min_p();
+  r.sampling.min_new_tokens = s.min_new_tokens();
+  if (s.has_logprobs()) r.sampling.logprobs = s.logprobs();
   const v1::StoppingCriteria& st = proto.stopping();
   if (st.has_max_new_tokens()) r.stopping.max_new_tokens = st.max_new_tokens();
   r.stopping.stop.assign(st.stop().begin(), st.stop().end());

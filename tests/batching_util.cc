@@ -29,10 +29,17 @@ std::vector<std::vector<int32_t>> FixtureAndRandomPrompts(const std::string& fix
 void ExpectBatchedEqualsAlone(Engine& engine, const std::vector<std::vector<int32_t>>& prompts,
                               uint32_t new_tokens, int rounds, float max_abs_error,
                               uint32_t seed) {
+  ExpectBatchedEqualsReference(engine, engine, prompts, new_tokens, rounds, max_abs_error, seed);
+}
+
+void ExpectBatchedEqualsReference(Engine& reference, Engine& engine,
+                                  const std::vector<std::vector<int32_t>>& prompts,
+                                  uint32_t new_tokens, int rounds, float max_abs_error,
+                                  uint32_t seed) {
   const int vocab = engine.info().vocab_size;
   std::vector<std::shared_ptr<CollectingSink>> alone;
   for (const auto& p : prompts) {
-    alone.push_back(RunToCompletion(engine, GreedyRequest(p, new_tokens, /*capture_logits=*/true)));
+    alone.push_back(RunToCompletion(reference, GreedyRequest(p, new_tokens, /*capture_logits=*/true)));
     ASSERT_TRUE(alone.back()->status.ok()) << alone.back()->status;
   }
   std::mt19937 rng(seed);
@@ -66,6 +73,7 @@ void ExpectBatchedEqualsAlone(Engine& engine, const std::vector<std::vector<int3
     }
   }
   EXPECT_EQ(engine.num_used_blocks(), 0);
+  EXPECT_EQ(reference.num_used_blocks(), 0);
 }
 
 }  // namespace kvserve::testing

@@ -21,4 +21,11 @@ void ExpectBatchedEqualsAlone(Engine& engine, const std::vector<std::vector<int3
                               uint32_t new_tokens, int rounds, float max_abs_error,
                               uint32_t seed);
 
+/// The same check with the prompts run alone on `reference` and batched on
+/// `engine` (e.g. prefix caching off and on).
+void ExpectBatchedEqualsReference(Engine& reference, Engine& engine,
+                                  const std::vector<std::vector<int32_t>>& prompts,
+                                  uint32_t new_tokens, int rounds, float max_abs_error,
+                                  uint32_t seed);
+
 }  // namespace kvserve::testing

@@ -28,19 +28,60 @@ def total(values, name):
     return sum(v for k, v in values.items() if k == name or k.startswith(name + "{"))
 
 
+def start_server(test, *flags):
+    """A CPU server on the default model; returns (process, grpc port, metrics port)."""
+    server = subprocess.Popen(
+        [os.environ["KVSERVE_BIN"], "--port=0", "--metrics_port=0", "--host=127.0.0.1", *flags],
+        stderr=subprocess.PIPE, text=True)
+    for line in server.stderr:
+        match = re.search(r"serving .* on [0-9.]+:(\d+).*metrics on http://[0-9.]+:(\d+)/", line)
+        if match:
+            return server, match.group(1), match.group(2)
+    server.kill()
+    test.fail("the server did not start")
+
+
 class BenchLoadTest(unittest.TestCase):
-    def test_bounded_sweep_is_consistent_with_the_server(self):
-        server = subprocess.Popen(
-            [os.environ["KVSERVE_BIN"], "--port=0", "--metrics_port=0", "--host=127.0.0.1"],
-            stderr=subprocess.PIPE, text=True)
+    def run_cold_warm(self, *server_flags):
+        """kvserve-bench --cold_warm over 6 requests sharing a 300-token prefix
+        (a JSONL file); returns its stdout."""
+        lines = [json.dumps({"token_ids": [3 + (i * 7) % 300 for i in range(300)] + [10 + r, 11],
+                             "max_new_tokens": 2}) for r in range(6)]
+        server, grpc_port, metrics_port = start_server(self, *server_flags)
         try:
-            grpc_port = metrics_port = None
-            for line in server.stderr:
-                match = re.search(r"serving .* on [0-9.]+:(\d+).*metrics on http://[0-9.]+:(\d+)/", line)
-                if match:
-                    grpc_port, metrics_port = match.group(1), match.group(2)
-                    break
-            self.assertIsNotNone(grpc_port, "the server did not start")
+            metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"
+            with tempfile.TemporaryDirectory() as tmp:
+                workload = os.path.join(tmp, "shared.jsonl")
+                with open(workload, "w") as f:
+                    f.write("\n".join(lines) + "\n")
+                bench = subprocess.run(
+                    [os.environ["KVSERVE_BENCH_BIN"], f"--target=127.0.0.1:{grpc_port}", "--cold_warm",
+                     f"--prompts_file={workload}", f"--metrics_url={metrics_url}"],
+                    capture_output=True, text=True, timeout=120)
+            self.assertEqual(bench.returncode, 0, bench.stderr + bench.stdout)
+            self.assertEqual(scrape(metrics_url)["kvserve_kv_blocks_used"], 0)
+            return bench.stdout
+        finally:
+            server.terminate()
+            self.assertEqual(server.wait(timeout=30), 0)
+
+    def test_cold_warm_reports_the_prefix_cache_speedup(self):
+        out = self.run_cold_warm()
+        cold = float(re.search(r"TTFT cold \(request 0\)\s+([0-9.]+) ms", out).group(1))
+        warm = re.search(r"TTFT warm p50 \(\s*(\d+) reqs\)\s+([0-9.]+) ms", out)
+        ratio = float(re.search(r"cold / warm p50\s+([0-9.]+) x", out).group(1))
+        self.assertEqual(int(warm.group(1)), 5)
+        self.assertAlmostEqual(ratio, cold / float(warm.group(2)), delta=0.01 * ratio + 0.01)
+        # Each warm request found the 18 full blocks of the shared 300 tokens.
+        self.assertIn("server prefix cache: 1440 of 1812 prompt tokens hit", out)
+
+    def test_enable_prefix_caching_false_turns_it_off(self):
+        self.assertIn("server prefix cache: 0 of 0 prompt tokens hit",
+                      self.run_cold_warm("--enable_prefix_caching=false"))
+
+    def test_bounded_sweep_is_consistent_with_the_server(self):
+        server, grpc_port, metrics_port = start_server(self)
+        try:
             metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"
             before = scrape(metrics_url)
             with tempfile.TemporaryDirectory() as tmp:

@@ -183,5 +183,119 @@ TEST_F(CudaSampleTest, LargeVocabularyWithTopKAndTopP) {
               /*exact=*/false);
 }
 
+// Penalties, bans, min_p and logprobs on both backends from the same inputs:
+// the adjusted logits must be bitwise equal (same float expressions), the
+// raw logprobs equal within 1e-5 with the same top ids, greedy rows the same
+// token, and sampled rows the same token but for rare near-boundary draws.
+TEST_F(CudaSampleTest, PenaltiesMinPAndLogprobsFollowTheCpu) {
+  std::uniform_real_distribution<float> unit(0.f, 1.f);
+  for (int vocab : {320, 32000}) {
+    SCOPED_TRACE("vocab " + std::to_string(vocab));
+    const int64_t s = 64;
+    std::vector<float> logits = Logits(static_cast<int>(s), vocab, 3.f, /*quantize=*/vocab == 320);
+    std::vector<float> temperature, top_p, min_p, uniform, rep, pres, freq;
+    std::vector<int32_t> top_k, top_n, seen_offsets{0}, banned_offsets{0}, seen, counts, banned;
+    for (int64_t r = 0; r < s; ++r) {
+      temperature.push_back(r % 4 == 0 ? 0.f : 0.5f + 0.25f * (r % 5));
+      top_k.push_back(r % 3 == 0 ? 0 : 20 + int32_t(r));
+      top_p.push_back(r % 5 == 0 ? 0.8f : 1.f);
+      min_p.push_back(0.05f * (r % 6));
+      uniform.push_back(unit(rng_));
+      rep.push_back(r % 2 ? 1.f + 0.1f * (r % 7) : 1.f);
+      pres.push_back(r % 3 == 1 ? 0.7f : 0.f);
+      freq.push_back(r % 4 == 1 ? -0.4f : 0.3f);
+      std::vector<int32_t> ids(vocab);
+      std::iota(ids.begin(), ids.end(), 0);
+      std::shuffle(ids.begin(), ids.end(), rng_);
+      const int n = static_cast<int>(r % 40);
+      for (int i = 0; i < n; ++i) seen.push_back(ids[i]), counts.push_back(int32_t(rng_() % 3));
+      seen_offsets.push_back(static_cast<int32_t>(seen.size()));
+      if (r % 3 == 2) banned.push_back(ids[0]), banned.push_back(ids[n + 1]);  // one seen, one not
+      banned_offsets.push_back(static_cast<int32_t>(banned.size()));
+      top_n.push_back(r % 7 == 3 ? -1 : static_cast<int32_t>(r % 21));
+    }
+    const int64_t n = seen.size(), m = banned.size(), k = 20;
+    std::vector<float> cpu_logits = logits, saved(n + m), token_lp(s), top_lp(s * k);
+    std::vector<int32_t> want(s, -1), top_ids(s * k, -1);
+    SampleParams p;
+    p.num_rows = static_cast<int>(s);
+    p.logits = HostTensor(cpu_logits, {s, vocab});
+    p.temperature = HostTensor(temperature, {s});
+    p.top_k = HostInts(top_k, {s});
+    p.top_p = HostTensor(top_p, {s});
+    p.min_p = HostTensor(min_p, {s});
+    p.uniform = HostTensor(uniform, {s});
+    p.out_tokens = HostInts(want, {s});
+    LogitAdjustments& a = p.adjust;
+    a.repetition_penalty = HostTensor(rep, {s});
+    a.presence_penalty = HostTensor(pres, {s});
+    a.frequency_penalty = HostTensor(freq, {s});
+    a.seen_offsets = HostInts(seen_offsets, {s + 1});
+    a.seen_tokens = HostInts(seen, {n});
+    a.seen_counts = HostInts(counts, {n});
+    a.banned_offsets = HostInts(banned_offsets, {s + 1});
+    a.banned_tokens = HostInts(banned, {m});
+    a.saved_logits = HostTensor(saved, {n + m});
+    LogprobOutputs& l = p.logprobs;
+    l.top_n = HostInts(top_n, {s});
+    l.token_logprob = HostTensor(token_lp, {s});
+    l.top_ids = HostInts(top_ids, {s, k});
+    l.top_logprobs = HostTensor(top_lp, {s, k});
+    CpuBackend cpu;
+    ASSERT_TRUE(cpu.Sample(p).ok());
+
+    auto dev = [&](std::vector<float>& v, std::vector<int64_t> shape) {
+      auto t = std::make_unique<DeviceTensor>(*gpu_, DType::kFloat32, shape);
+      t->Set(v);
+      return t;
+    };
+    auto dev_ints = [&](std::vector<int32_t>& v, std::vector<int64_t> shape) {
+      auto t = std::make_unique<DeviceTensor>(*gpu_, DType::kInt32, shape);
+      t->SetInts(v);
+      return t;
+    };
+    auto d_logits = dev(logits, {s, vocab}), d_t = dev(temperature, {s}), d_p = dev(top_p, {s}),
+         d_minp = dev(min_p, {s}), d_u = dev(uniform, {s}), d_rep = dev(rep, {s}),
+         d_pres = dev(pres, {s}), d_freq = dev(freq, {s});
+    auto d_k = dev_ints(top_k, {s}), d_so = dev_ints(seen_offsets, {s + 1}),
+         d_seen = dev_ints(seen, {n}), d_counts = dev_ints(counts, {n}),
+         d_bo = dev_ints(banned_offsets, {s + 1}), d_banned = dev_ints(banned, {m}),
+         d_top_n = dev_ints(top_n, {s});
+    DeviceTensor d_out(*gpu_, DType::kInt32, {s}), d_saved(*gpu_, DType::kFloat32, {n + m}),
+        d_token_lp(*gpu_, DType::kFloat32, {s}), d_top_ids(*gpu_, DType::kInt32, {s, k}),
+        d_top_lp(*gpu_, DType::kFloat32, {s, k});
+    p.logits = *d_logits, p.temperature = *d_t, p.top_k = *d_k, p.top_p = *d_p;
+    p.min_p = *d_minp, p.uniform = *d_u, p.out_tokens = d_out;
+    a.repetition_penalty = *d_rep, a.presence_penalty = *d_pres, a.frequency_penalty = *d_freq;
+    a.seen_offsets = *d_so, a.seen_tokens = *d_seen, a.seen_counts = *d_counts;
+    a.banned_offsets = *d_bo, a.banned_tokens = *d_banned, a.saved_logits = d_saved;
+    l.top_n = *d_top_n, l.token_logprob = d_token_lp, l.top_ids = d_top_ids, l.top_logprobs = d_top_lp;
+    ASSERT_TRUE(gpu_->Sample(p).ok());
+
+    const std::vector<float> gpu_logits = d_logits->Get();
+    for (int64_t i = 0; i < s * vocab; ++i) {
+      ASSERT_EQ(gpu_logits[i], cpu_logits[i]) << "adjusted logit " << i % vocab << " of row " << i / vocab;
+    }
+    const std::vector<int32_t> got = d_out.GetInts(), got_ids = d_top_ids.GetInts();
+    const std::vector<float> got_lp = d_token_lp.Get(), got_top_lp = d_top_lp.Get();
+    int differing = 0;
+    for (int64_t r = 0; r < s; ++r) {
+      if (temperature[r] <= 0.f) {
+        ASSERT_EQ(got[r], want[r]) << "greedy row " << r;
+      } else if (got[r] != want[r]) {
+        ++differing;
+        continue;  // a near-boundary draw: its logprob is of another token
+      }
+      if (top_n[r] < 0) continue;
+      EXPECT_NEAR(got_lp[r], token_lp[r], 1e-5) << "row " << r;
+      for (int i = 0; i < top_n[r]; ++i) {
+        EXPECT_EQ(got_ids[r * k + i], top_ids[r * k + i]) << "row " << r << " rank " << i;
+        EXPECT_NEAR(got_top_lp[r * k + i], top_lp[r * k + i], 1e-5) << "row " << r << " rank " << i;
+      }
+    }
+    EXPECT_LE(differing, 1) << differing << " sampled rows differ from the CPU";
+  }
+}
+
 }  // namespace
 }  // namespace kvserve::testing

@@ -11,6 +11,7 @@ void CollectingSink::OnOutput(RequestOutput output) {
   text += output.text;
   text_deltas.push_back(output.text);
   for (auto& row : output.logits) logits.push_back(std::move(row));
+  for (auto& l : output.logprobs) logprobs.push_back(std::move(l));
   prompt_tokens = output.prompt_tokens;
   completion_tokens = output.completion_tokens;
   ++outputs_;

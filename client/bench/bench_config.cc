@@ -15,12 +15,25 @@ absl::StatusOr<LengthDist> ParseLengthDist(const std::string& name) {
 absl::Status BenchConfig::Validate() const {
   auto bad = [](auto&&... parts) { return absl::InvalidArgumentError(absl::StrCat(parts...)); };
   if (targets.empty()) return bad("--target: at least one HOST:PORT");
-  if (!rate && concurrency.empty()) return bad("--concurrency or --rate is needed");
+  if (cold_warm) {
+    if (rate || !concurrency.empty()) {
+      return bad("--cold_warm sends one request at a time: drop --concurrency/--rate");
+    }
+    if (requests == 1 || requests < 0) {
+      return bad("--cold_warm needs --requests >= 2 (0: one per --prompts_file line), got ",
+                 requests);
+    }
+    if (requests == 0 && prompts_file.empty()) {
+      return bad("--cold_warm needs --requests N or a --prompts_file");
+    }
+  } else if (!rate && concurrency.empty()) {
+    return bad("--concurrency or --rate is needed");
+  }
   if (rate && (!(*rate > 0))) return bad("--rate must be > 0, got ", *rate);
   for (int c : concurrency) {
     if (c < 1 || c > 4096) return bad("--concurrency values must be in [1, 4096], got ", c);
   }
-  if (requests <= 0 && duration_s <= 0) return bad("bound the run: --requests N and/or --duration_s S");
+  if (!cold_warm && requests <= 0 && duration_s <= 0) return bad("bound the run: --requests N and/or --duration_s S");
   if (requests < 0) return bad("--requests must be >= 0");
   if (duration_s < 0) return bad("--duration_s must be >= 0");
   for (const auto* spec : {&prompt, &output}) {

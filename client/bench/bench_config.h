@@ -34,7 +34,11 @@ struct BenchConfig {
   int warmup_requests = -1;       // per level; -1 = the level's concurrency (min 1)
   LengthSpec prompt;
   LengthSpec output;
-  std::string prompts_file;       // JSONL: {"text": ...} or {"token_ids": [...]}, optional "max_tokens"
+  std::string prompts_file;       // JSONL: {"text": ...} or {"token_ids": [...]}, optional
+                                  // "max_new_tokens" (or "max_tokens")
+  /// Instead of load levels: request 0 alone (cold), then the rest one at a
+  /// time (warm), TTFT compared (cold_warm.h).
+  bool cold_warm = false;
   PromptKind prompt_kind = PromptKind::kTokenIds;
   bool ignore_eos = true;
   double temperature = 0;

@@ -3,6 +3,7 @@
 //   kvserve-bench --target localhost:50051 --concurrency 1,2,4,8 --requests 64
 //       --prompt_tokens 128 --output_tokens 128 --json_out r.json --plot_out r.png
 //   kvserve-bench --target localhost:50051 --rate 5 --duration_s 60 --arrival poisson
+//   kvserve-bench --target localhost:50051 --cold_warm --prompts_file shared_prefix.jsonl
 //
 // Closed loop (each of --concurrency clients sends its next request when the
 // last ends; a list is a sweep) or open loop (--rate requests/s). Prints a
@@ -17,6 +18,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "client/bench/cold_warm.h"
 #include "client/bench/load_runner.h"
 #include "client/bench/report.h"
 #include "client/bench/server_scrape.h"
@@ -43,7 +45,11 @@ ABSL_FLAG(std::string, output_dist, "fixed", "fixed, uniform or lognormal.");
 ABSL_FLAG(int, output_tokens_max, 0, "Upper bound of output lengths (0: 2 x --output_tokens).");
 ABSL_FLAG(double, output_sigma, 0.5, "lognormal: sigma of log(output length).");
 ABSL_FLAG(std::string, prompts_file, "",
-          "JSONL prompts: {\"text\": ...} or {\"token_ids\": [...]}, optional \"max_tokens\".");
+          "JSONL prompts, one request a line: {\"prompt\": ...} or {\"token_ids\": [...]}, "
+          "optional \"max_new_tokens\".");
+ABSL_FLAG(bool, cold_warm, false,
+          "Prefix-caching benchmark: request 0 alone (cold), then the others one at a time "
+          "(warm); prints TTFT cold, warm p50 and the ratio. --requests 0: one per prompts line.");
 ABSL_FLAG(std::string, prompt_kind, "ids", "Generated prompts: ids (random token ids) or text.");
 ABSL_FLAG(bool, ignore_eos, true, "Ask the server to ignore EOS, forcing output lengths.");
 ABSL_FLAG(double, temperature, 0, "sampling.temperature.");
@@ -97,6 +103,7 @@ absl::StatusOr<BenchConfig> ConfigFromFlags() {
   c.output = {*dist, absl::GetFlag(FLAGS_output_tokens), 1, absl::GetFlag(FLAGS_output_tokens_max),
               absl::GetFlag(FLAGS_output_sigma)};
   c.prompts_file = absl::GetFlag(FLAGS_prompts_file);
+  c.cold_warm = absl::GetFlag(FLAGS_cold_warm);
   const std::string kind = absl::GetFlag(FLAGS_prompt_kind);
   if (kind == "ids") {
     c.prompt_kind = PromptKind::kTokenIds;
@@ -135,6 +142,27 @@ ServerSide Delta(const MetricSnapshot& before, const MetricSnapshot& after, doub
   return s;
 }
 
+// --cold_warm, with the server's prefix-cache counters when --metrics_url is set.
+int RunColdWarmMode(Client& client, const Workload& workload, const BenchConfig& config) {
+  const int n = config.requests > 0 ? config.requests : workload.num_file_prompts();
+  if (n < 2) {
+    std::cerr << "kvserve-bench: --cold_warm needs at least 2 requests, got " << n << "\n";
+    return 2;
+  }
+  absl::StatusOr<MetricSnapshot> before;
+  if (!config.metrics_url.empty()) before = Scrape(config.metrics_url);
+  const ColdWarmResult result = RunColdWarm(client, workload, config, n);
+  std::cout << FormatColdWarm(result);
+  if (before.ok() && !config.metrics_url.empty()) {
+    if (auto after = Scrape(config.metrics_url); after.ok()) {
+      auto delta = [&](const char* name) { return SumSeries(*after, name) - SumSeries(*before, name); };
+      std::cout << "server prefix cache: " << delta("kvserve_prefix_cache_hits_total") << " of "
+                << delta("kvserve_prefix_cache_queries_total") << " prompt tokens hit\n";
+    }
+  }
+  return result.failed == 0 ? 0 : 3;
+}
+
 int Run() {
   absl::StatusOr<BenchConfig> config = ConfigFromFlags();
   if (!config.ok()) {
@@ -166,8 +194,14 @@ int Run() {
     return 2;
   }
   std::cerr << "kvserve-bench: " << model->model_name() << " on " << model->device() << " ("
-            << model->dtype() << "), prompt " << config->prompt.mean << " tokens, output "
-            << config->output.mean << " tokens\n";
+            << model->dtype() << "), "
+            << (config->prompts_file.empty()
+                    ? absl::StrCat("prompt ", config->prompt.mean, " tokens, output ",
+                                   config->output.mean, " tokens")
+                    : absl::StrCat("prompts from ", config->prompts_file))
+            << "\n";
+
+  if (config->cold_warm) return RunColdWarmMode(**client, *workload, *config);
 
   LoadRunner runner(**client, *workload, *config);
   std::vector<LevelSummary> levels;

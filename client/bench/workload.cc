@@ -39,13 +39,14 @@ absl::StatusOr<Workload> Workload::Create(const BenchConfig& config, int vocab_s
     ++line_number;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    auto error = [&](const char* what) {
+    auto error = [&](absl::string_view what) {
       return absl::InvalidArgumentError(absl::StrCat(config.prompts_file, ":", line_number, ": ", what));
     };
     if (j.is_discarded() || !j.is_object()) return error("not a JSON object");
     PlannedRequest p;
-    if (j.contains("text") && j["text"].is_string()) {
-      p.request.set_text(j["text"].get<std::string>());
+    const char* text_key = j.contains("prompt") ? "prompt" : "text";
+    if (j.contains(text_key) && j[text_key].is_string()) {
+      p.request.set_text(j[text_key].get<std::string>());
       p.prompt_tokens = static_cast<int>(p.request.text().size() / 4);
     } else if (j.contains("token_ids") && j["token_ids"].is_array()) {
       for (const auto& id : j["token_ids"]) {
@@ -54,11 +55,21 @@ absl::StatusOr<Workload> Workload::Create(const BenchConfig& config, int vocab_s
       }
       p.prompt_tokens = p.request.token_ids().ids_size();
     } else {
-      return error("needs \"text\" (a string) or \"token_ids\" (a list)");
+      return error("needs \"prompt\" or \"text\" (a string), or \"token_ids\" (a list)");
     }
-    p.output_tokens = j.contains("max_tokens") && j["max_tokens"].is_number_integer()
-                          ? j["max_tokens"].get<int>()
-                          : w.SampleLength(config.output, rng);
+    const char* max_key = j.contains("max_new_tokens") ? "max_new_tokens"
+                          : j.contains("max_tokens")   ? "max_tokens"
+                                                       : nullptr;
+    if (max_key == nullptr) {
+      p.output_tokens = w.SampleLength(config.output, rng);
+    } else {
+      const nlohmann::json& value = j[max_key];
+      if (!value.is_number_integer() || value.get<int64_t>() < 1 ||
+          value.get<int64_t>() > (1 << 20)) {
+        return error(absl::StrCat(max_key, " must be an integer in [1, 2^20]"));
+      }
+      p.output_tokens = value.get<int>();
+    }
     w.from_file_.push_back(std::move(p));
   }
   if (w.from_file_.empty()) return absl::InvalidArgumentError("--prompts_file has no prompts");

@@ -25,6 +25,8 @@ class Workload {
                                          int max_context);
   /// The i-th request of the run (cycling through a prompts file).
   PlannedRequest Get(int64_t index) const;
+  /// Prompts read from --prompts_file (0 without one).
+  int num_file_prompts() const { return static_cast<int>(from_file_.size()); }
 
  private:
   int SampleLength(const LengthSpec& spec, std::mt19937_64& rng) const;

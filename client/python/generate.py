@@ -27,6 +27,13 @@ def build_request(args):
     request.sampling.temperature = args.temperature
     if args.seed is not None:
         request.sampling.seed = args.seed
+    # Optional fields are set only when given, so the server's defaults apply.
+    for name in ("top_k", "top_p", "repetition_penalty", "presence_penalty",
+                 "frequency_penalty", "min_p", "logprobs"):
+        value = getattr(args, name)
+        if value is not None:
+            setattr(request.sampling, name, value)
+    request.sampling.min_new_tokens = args.min_tokens
     request.stopping.max_new_tokens = args.max_tokens
     request.stopping.ignore_eos = args.ignore_eos
     return request
@@ -41,6 +48,16 @@ def main():
     parser.add_argument("--max-tokens", type=int, default=32)
     parser.add_argument("--temperature", type=float, default=0.0)
     parser.add_argument("--seed", type=int)
+    parser.add_argument("--top-k", type=int)
+    parser.add_argument("--top-p", type=float)
+    parser.add_argument("--repetition-penalty", type=float, help="> 0, 1 = off")
+    parser.add_argument("--presence-penalty", type=float, help="in [-2, 2]")
+    parser.add_argument("--frequency-penalty", type=float, help="in [-2, 2]")
+    parser.add_argument("--min-p", type=float, help="in [0, 1]")
+    parser.add_argument("--min-tokens", type=int, default=0,
+                        help="no EOS or stop token id before this many new tokens")
+    parser.add_argument("--logprobs", type=int,
+                        help="report each token's log-probability and N alternatives (0..20)")
     parser.add_argument("--ignore-eos", action="store_true")
     parser.add_argument("--unary", action="store_true", help="use Generate instead of GenerateStream")
     parser.add_argument("--timeout-s", type=float, default=60.0)
@@ -52,19 +69,21 @@ def main():
         request = build_request(args)
         sent = time.monotonic()
         first = None
-        token_ids, text, last = [], [], None
+        token_ids, text, logprobs, last = [], [], [], None
         try:
             if args.unary:
                 last = stub.Generate(request, timeout=args.timeout_s)
                 first = time.monotonic()
                 token_ids.extend(last.token_ids)
                 text.append(last.text)
+                logprobs.extend(last.logprobs)
             else:
                 for message in stub.GenerateStream(request, timeout=args.timeout_s):
                     if first is None:
                         first = time.monotonic()
                     token_ids.extend(message.token_ids)
                     text.append(message.text)
+                    logprobs.extend(message.logprobs)
                     if not args.json:
                         if message.text:
                             sys.stdout.write(message.text)
@@ -89,11 +108,19 @@ def main():
         "ttft_ms": (first - sent) * 1000.0,
         "tokens_per_s": len(token_ids) / elapsed if elapsed > 0 else 0.0,
     }
+    if args.logprobs is not None:
+        summary["logprobs"] = [
+            {"token_id": l.token_id, "logprob": l.logprob,
+             "top": [{"token_id": t.token_id, "logprob": t.logprob} for t in l.top]}
+            for l in logprobs]
     if args.json:
         print(json.dumps(summary))
     else:
         print(f"\n--\nttft {summary['ttft_ms']:.1f} ms | {len(token_ids)} tokens | "
               f"{summary['tokens_per_s']:.1f} tokens/s | finish: {reason}")
+        for entry in summary.get("logprobs", []):
+            alternatives = " ".join(f"{t['token_id']}:{t['logprob']:.4f}" for t in entry["top"])
+            print(f"{entry['token_id']} {entry['logprob']:.4f} | {alternatives}")
     return 0
 
 

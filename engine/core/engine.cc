@@ -8,6 +8,7 @@
 #include "base/logging.h"
 #include "base/status_macros.h"
 #include "engine/core/request_validation.h"
+#include "engine/core/token_counts.h"
 #include "engine/model/model_registry.h"
 #include "base/ceil_div.h"
 
@@ -23,6 +24,8 @@ struct ActiveRequest {
   absl::Time arrival;
   bool admitted_once = false;
   uint32_t num_generated = 0;
+  TokenCounts counts;            // for the penalties; empty without them
+  std::vector<int32_t> banned;   // EOS and stop ids, masked before min_new_tokens
 };
 
 namespace {
@@ -80,7 +83,8 @@ absl::Status Engine::Initialize() {
     num_blocks = static_cast<int>(std::max<int64_t>(1, std::min(by_budget, useful)));
   }
   ASSIGN_OR_RETURN(kv_cache_, KvCache::Create(*backend_, mc.kv_cache_shape(), num_blocks, config_.block_size));
-  blocks_ = std::make_unique<BlockManager>(num_blocks, config_.block_size);
+  blocks_ = std::make_unique<BlockManager>(num_blocks, config_.block_size,
+                                           config_.enable_prefix_caching);
   SchedulerConfig sc;
   sc.max_num_seqs = config_.max_num_seqs;
   sc.max_num_batched_tokens = config_.max_num_batched_tokens;
@@ -110,7 +114,8 @@ absl::Status Engine::Initialize() {
                << absl::ToDoubleSeconds(absl::Now() - start) << " s";
   KV_LOG(INFO) << "KV cache: " << num_blocks << " blocks of " << config_.block_size
                << " tokens = " << int64_t(num_blocks) * config_.block_size << " tokens, "
-               << kv_cache_->bytes() / (1 << 20) << " MiB; workspace "
+               << kv_cache_->bytes() / (1 << 20) << " MiB; prefix caching "
+               << (config_.enable_prefix_caching ? "on" : "off") << "; workspace "
                << model_->workspace_bytes() / (1 << 20) << " MiB";
   return absl::OkStatus();
 }
@@ -184,6 +189,13 @@ absl::Status Engine::Submit(Request request, std::shared_ptr<RequestSink> sink) 
       (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}() ^
       (config_.seed + unseeded_counter_.fetch_add(1)));
   req->rng.seed(seed);
+  const SamplingOptions& sampling = request.sampling;
+  if (sampling.repetition_penalty != 1.f) req->counts.AddPrompt(request.prompt);
+  if (sampling.min_new_tokens > 0) {
+    if (!request.stopping.ignore_eos) req->banned = info_.eos_token_ids;
+    const auto& stop_ids = request.stopping.stop_token_ids;
+    req->banned.insert(req->banned.end(), stop_ids.begin(), stop_ids.end());
+  }
   req->arrival = absl::Now();
   req->request = std::move(request);
   req->sink = std::move(sink);
@@ -289,6 +301,8 @@ void Engine::Step() {
   }
   IterationStats& stats = iteration_.stats;
   stats.num_preemptions += static_cast<int>(schedule.preempted.size());
+  stats.prefix_cache_queried_tokens += schedule.prefix_cache_queried_tokens;
+  stats.prefix_cache_hit_tokens += schedule.prefix_cache_hit_tokens;
   NoteBlockUsage();  // blocks were just allocated: record the high-water mark
   const absl::Time now = absl::Now();
   for (SeqId id : schedule.admitted) {
@@ -300,9 +314,7 @@ void Engine::Step() {
   }
   auto result = runner_->Run(schedule, *scheduler_, [&](SeqId id) {
     ActiveRequest& req = *active_.at(id);
-    const SamplingOptions& s = req.request.sampling;
-    return SamplingRow{s.temperature, s.top_k, s.top_p, UniformFloat(req.rng),
-                       req.request.capture_logits};
+    return MakeSamplingRow(req);
   });
   if (!result.ok()) {
     KV_LOG(ERROR) << "model step failed: " << result.status();
@@ -321,13 +333,38 @@ void Engine::Step() {
     scheduler_->AppendToken(id, result->tokens[i]);
     std::vector<float> logits;
     if (!result->logits.empty()) logits = std::move(result->logits[i]);
-    ProcessToken(*active_.at(id), result->tokens[i], std::move(logits));
+    ActiveRequest& req = *active_.at(id);
+    if (req.request.sampling.has_penalties()) req.counts.AddGenerated(result->tokens[i]);
+    ProcessToken(req, result->tokens[i], std::move(logits),
+                 result->logprobs.empty() ? nullptr : &result->logprobs[i]);
   }
+}
+
+SamplingRow Engine::MakeSamplingRow(ActiveRequest& req) {
+  const SamplingOptions& s = req.request.sampling;
+  SamplingRow row;
+  row.temperature = s.temperature;
+  row.top_k = s.top_k;
+  row.top_p = s.top_p;
+  row.min_p = s.min_p;
+  row.uniform = UniformFloat(req.rng);  // one draw per token, whatever the options
+  if (s.has_penalties()) {
+    row.repetition_penalty = s.repetition_penalty;
+    row.presence_penalty = s.presence_penalty;
+    row.frequency_penalty = s.frequency_penalty;
+    row.seen_tokens = req.counts.tokens();
+    row.seen_counts = req.counts.counts();
+  }
+  if (req.num_generated < s.min_new_tokens) row.banned_tokens = req.banned;
+  row.top_logprobs = s.logprobs ? static_cast<int32_t>(*s.logprobs) : -1;
+  row.capture_logits = req.request.capture_logits;
+  return row;
 }
 
 // The finish this token decides on its own; stop strings are the output
 // stage's (it asks for a stop through RequestStop).
-void Engine::ProcessToken(ActiveRequest& req, int32_t token, std::vector<float> logits) {
+void Engine::ProcessToken(ActiveRequest& req, int32_t token, std::vector<float> logits,
+                          TokenLogprobs* logprobs) {
   ++req.num_generated;
   const StoppingOptions& stopping = req.request.stopping;
   FinishReason reason = FinishReason::kNone;
@@ -339,7 +376,9 @@ void Engine::ProcessToken(ActiveRequest& req, int32_t token, std::vector<float> 
     reason = FinishReason::kLength;
   }
   const SeqId id = req.id;
-  iteration_.events.emplace_back(TokenSampled{id, token, reason, std::move(logits)});
+  TokenSampled sampled{id, token, reason, std::move(logits)};
+  if (logprobs != nullptr && req.request.sampling.logprobs) sampled.logprobs = std::move(*logprobs);
+  iteration_.events.emplace_back(std::move(sampled));
   // Free the blocks before the client can see the end.
   if (reason != FinishReason::kNone) Release(id);
 }

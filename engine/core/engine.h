@@ -80,7 +80,11 @@ class Engine {
   void ApplyStops(const std::vector<SeqId>& stops);
   void AbortCancelledAndExpired();
   void Step();
-  void ProcessToken(ActiveRequest& req, int32_t token, std::vector<float> logits);
+  /// The next token's sampling parameters; draws the request's next uniform.
+  SamplingRow MakeSamplingRow(ActiveRequest& req);
+  /// `logprobs`: the token's, when the step computed any (else null).
+  void ProcessToken(ActiveRequest& req, int32_t token, std::vector<float> logits,
+                    TokenLogprobs* logprobs);
   void Abort(ActiveRequest& req, absl::Status status);
   /// Frees the request's blocks and forgets it.
   void Release(SeqId id);

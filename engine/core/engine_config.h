@@ -20,6 +20,8 @@ struct EngineConfig {
   int max_queued_requests = 1024;     // --max_queued_requests waiting beyond running
   uint32_t default_max_new_tokens = 256;  // --default_max_new_tokens
   uint64_t seed = 0;                  // --seed: base of the seeds of unseeded requests
+  /// Reuse the K/V of cached prompt prefixes (docs/prefix_caching.md).
+  bool enable_prefix_caching = true;  // --enable_prefix_caching
   /// Fraction of the pool kept free when admitting while others run.
   double admission_reserve_fraction = 0.01;
 

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -36,6 +37,7 @@ struct TokenSampled {
   int32_t token = 0;
   FinishReason finish = FinishReason::kNone;
   std::vector<float> logits;  // when captured
+  std::optional<TokenLogprobs> logprobs;  // when the request asked for them
 };
 
 /// The request ended early (cancel, deadline, shutdown, model error).

@@ -22,6 +22,8 @@ struct IterationStats {
   int num_running = 0;
   int num_waiting = 0;
   int num_preemptions = 0;
+  int prefix_cache_queried_tokens = 0;  // tokens of admitted sequences looked up
+  int prefix_cache_hit_tokens = 0;      // of them, found cached
   int64_t num_prompt_tokens = 0;       // prompts admitted for the first time
   std::vector<double> queue_times_s;   // arrival → first admission, one per admitted request
   bool ran_model_step = false;

@@ -35,32 +35,30 @@ absl::StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(Backend& backen
   runner->max_seqs_ = max_seqs;
   runner->max_blocks_per_seq_ = CeilDiv(model.config().max_context, cache.block_size());
   // tokens, positions, slots; cu_seqlens, 2 × context lens, 2 × block tables;
-  // sample rows, top_k, out tokens.
+  // sample rows.
   const size_t ints = 3 * size_t(max_tokens) + 3 * size_t(max_seqs) + 1 +
-                      2 * size_t(max_seqs) * runner->max_blocks_per_seq_ + 3 * size_t(max_seqs);
+                      2 * size_t(max_seqs) * runner->max_blocks_per_seq_ + size_t(max_seqs);
   ASSIGN_OR_RETURN(runner->int_buffer_, backend.Allocate(ints * sizeof(int32_t)));
-  ASSIGN_OR_RETURN(runner->float_buffer_, backend.Allocate(3 * size_t(max_seqs) * sizeof(float)));
   runner->host_ints_.reserve(ints);
-  runner->host_floats_.reserve(3 * size_t(max_seqs));
+  ASSIGN_OR_RETURN(runner->sampling_, SamplingBatch::Create(backend, max_seqs));
   return runner;
 }
 
 void ModelRunner::HostStep::Clear() {
   for (auto* v : {&prefills, &decodes, &ordered}) v->clear();
   for (auto* v : {&tokens, &positions, &slots, &cu, &p_ctx, &d_ctx, &p_tables, &d_tables,
-                  &sample_rows, &top_k, &out_tokens}) {
+                  &sample_rows}) {
     v->clear();
   }
-  for (auto* v : {&temperature, &top_p, &uniform}) v->clear();
-  capture.clear();
 }
 
 absl::StatusOr<StepResult> ModelRunner::Run(const ScheduleOutput& schedule,
                                             const Scheduler& scheduler,
                                             const std::function<SamplingRow(SeqId)>& sampling) {
   step_.Clear();
+  sampling_->Clear();
   auto& [prefills, decodes, ordered, tokens, positions, slots, cu, p_ctx, d_ctx, p_tables,
-         d_tables, sample_rows, top_k, out_tokens, temperature, top_p, uniform, capture] = step_;
+         d_tables, sample_rows] = step_;
   // Prefill chunks (more than one token) first, then one-token decodes.
   for (const ScheduledChunk& c : schedule.chunks) (c.num_tokens > 1 ? prefills : decodes).push_back(&c);
   ordered.insert(ordered.end(), prefills.begin(), prefills.end());
@@ -100,13 +98,8 @@ absl::StatusOr<StepResult> ModelRunner::Run(const ScheduleOutput& schedule,
       d_max_ctx = std::max(d_max_ctx, context);
     }
     if (c->samples) {
-      const SamplingRow s = sampling(c->seq_id);
       sample_rows.push_back(static_cast<int32_t>(tokens.size()) - 1);
-      temperature.push_back(s.temperature);
-      top_k.push_back(s.top_k);
-      top_p.push_back(s.top_p);
-      uniform.push_back(s.uniform);
-      capture.push_back(s.capture_logits);
+      sampling_->Add(sampling(c->seq_id));
       result.seq_ids.push_back(c->seq_id);
     }
   }
@@ -137,23 +130,8 @@ absl::StatusOr<StepResult> ModelRunner::Run(const ScheduleOutput& schedule,
   b.decode_context_lens = ints.Add(d_ctx, {bd});
   b.decode_block_tables = ints.Add(d_tables, {bd, width});
   b.sample_rows = ints.Add(sample_rows, {s});
-  SampleParams sp;
-  sp.num_rows = s;
-  sp.top_k = ints.Add(top_k, {s});
-  out_tokens.assign(s, -1);
-  sp.out_tokens = ints.Add(out_tokens, {s});
-  host_floats_.clear();
-  float* fdev = static_cast<float*>(float_buffer_->data());
-  sp.temperature = Tensor(fdev, DType::kFloat32, {s});
-  sp.top_p = Tensor(fdev + s, DType::kFloat32, {s});
-  sp.uniform = Tensor(fdev + 2 * s, DType::kFloat32, {s});
-  host_floats_.insert(host_floats_.end(), temperature.begin(), temperature.end());
-  host_floats_.insert(host_floats_.end(), top_p.begin(), top_p.end());
-  host_floats_.insert(host_floats_.end(), uniform.begin(), uniform.end());
   RETURN_IF_ERROR(backend_.CopyToDevice(host_ints_.data(), host_ints_.size() * sizeof(int32_t),
                                         int_buffer_->data()));
-  RETURN_IF_ERROR(backend_.CopyToDevice(host_floats_.data(), host_floats_.size() * sizeof(float),
-                                        float_buffer_->data()));
 
   ASSIGN_OR_RETURN(Tensor logits, model_.Forward(b, cache_));
   result.num_tokens = t;
@@ -165,20 +143,20 @@ absl::StatusOr<StepResult> ModelRunner::Run(const ScheduleOutput& schedule,
     RETURN_IF_ERROR(backend_.Synchronize());
     return result;
   }
-  sp.logits = logits;
-  RETURN_IF_ERROR(backend_.Sample(sp));
-  result.tokens.resize(s);
-  RETURN_IF_ERROR(backend_.CopyToHost(sp.out_tokens.data, s * sizeof(int32_t), result.tokens.data()));
-  if (std::find(capture.begin(), capture.end(), true) != capture.end()) {
+  // Captured before Sample, which overwrites penalized entries in place.
+  if (sampling_->any_capture()) {
     const int64_t vocab = logits.dim(1);
     result.logits.resize(s);
     for (int i = 0; i < s; ++i) {
-      if (!capture[i]) continue;
+      if (!sampling_->capture_logits(i)) continue;
       result.logits[i].resize(vocab);
       RETURN_IF_ERROR(backend_.CopyToHost(logits.Rows(i, 1).data, vocab * sizeof(float),
                                           result.logits[i].data()));
     }
   }
+  ASSIGN_OR_RETURN(const SampleParams sp, sampling_->Upload(logits));
+  RETURN_IF_ERROR(backend_.Sample(sp));
+  RETURN_IF_ERROR(sampling_->Download(sp, result.tokens, result.logprobs));
   return result;
 }
 

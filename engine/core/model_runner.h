@@ -1,5 +1,6 @@
 // Turns one ScheduleOutput into a StepBatch on the device, runs the model and
-// samples: host metadata goes up in two copies, sampled ids come back in one.
+// samples: host metadata goes up in one copy, the sampling parameters in one
+// or two (SamplingBatch), sampled ids and log-probabilities come back in one.
 #pragma once
 
 #include <functional>
@@ -7,25 +8,18 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "engine/core/sampling_batch.h"
 #include "engine/core/scheduler.h"
 #include "engine/kv/kv_cache.h"
 #include "engine/model/model.h"
 
 namespace kvserve {
 
-/// How to pick the next token of one sequence in this step.
-struct SamplingRow {
-  float temperature = 0.f;
-  int32_t top_k = 0;
-  float top_p = 1.f;
-  float uniform = 0.f;  // drawn from the request's own seeded RNG
-  bool capture_logits = false;
-};
-
 struct StepResult {
   std::vector<SeqId> seq_ids;   // sequences that sampled, in batch order
   std::vector<int32_t> tokens;  // their new tokens
   std::vector<std::vector<float>> logits;  // per sampled row; empty unless captured
+  std::vector<TokenLogprobs> logprobs;     // per sampled row; empty unless asked for
   int num_tokens = 0;  // tokens run through the model
 };
 
@@ -48,20 +42,17 @@ class ModelRunner {
   int max_tokens_ = 0;
   int max_seqs_ = 0;
   int max_blocks_per_seq_ = 0;
-  // Device staging for the step's metadata: one int32 and one float32 area.
+  // Device staging for the step's metadata (the sampling's is in sampling_).
   DeviceBufferPtr int_buffer_;
-  DeviceBufferPtr float_buffer_;
   std::vector<int32_t> host_ints_;
-  std::vector<float> host_floats_;
+  std::unique_ptr<SamplingBatch> sampling_;
 
   // Per-step host metadata, cleared each step: the vectors keep their
   // capacity, so a step allocates nothing once the batch sizes have been seen.
   struct HostStep {
     std::vector<const ScheduledChunk*> prefills, decodes, ordered;
     std::vector<int32_t> tokens, positions, slots, cu, p_ctx, d_ctx, p_tables, d_tables;
-    std::vector<int32_t> sample_rows, top_k, out_tokens;
-    std::vector<float> temperature, top_p, uniform;
-    std::vector<bool> capture;
+    std::vector<int32_t> sample_rows;
     void Clear();
   };
   HostStep step_;

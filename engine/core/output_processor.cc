@@ -126,6 +126,7 @@ void OutputProcessor::Handle(TokenSampled& event, IterationStats& stats) {
   out.prompt_tokens = req.prompt_tokens;
   out.completion_tokens = req.completion_tokens;
   if (req.capture_logits) out.logits.push_back(std::move(event.logits));
+  if (event.logprobs) out.logprobs.push_back(*std::move(event.logprobs));
   if (reason == FinishReason::kNone) {
     req.sink->OnOutput(std::move(out));
     return;

@@ -18,6 +18,18 @@ struct SamplingOptions {
   int32_t top_k = 0;        // 0 = off
   float top_p = 1.f;        // 1 = off
   std::optional<uint64_t> seed;
+  float repetition_penalty = 1.f;  // 1 = off; over prompt and generated tokens
+  float presence_penalty = 0.f;    // over generated tokens
+  float frequency_penalty = 0.f;   // over generated tokens
+  float min_p = 0.f;               // 0 = off
+  uint32_t min_new_tokens = 0;     // EOS and stop token ids masked until reached
+  /// Unset: no log-probabilities; N: the sampled token's and the top N's.
+  std::optional<uint32_t> logprobs;
+
+  /// Whether any penalty changes the logits (the engine keeps token counts then).
+  bool has_penalties() const {
+    return repetition_penalty != 1.f || presence_penalty != 0.f || frequency_penalty != 0.f;
+  }
 };
 
 struct StoppingOptions {
@@ -39,6 +51,19 @@ struct Request {
 
 enum class FinishReason { kNone, kLength, kEos, kStop };
 
+struct TokenLogprob {
+  int32_t token_id = 0;
+  float logprob = 0.f;
+};
+
+/// One generated token's log-probability under the model's raw distribution
+/// (log_softmax of the logits, before penalties and temperature) and the
+/// most likely alternatives, ordered by logprob descending (ties: lower id).
+struct TokenLogprobs {
+  TokenLogprob token;
+  std::vector<TokenLogprob> top;
+};
+
 /// New tokens of one request since its previous output.
 struct RequestOutput {
   std::vector<int32_t> token_ids;
@@ -47,6 +72,7 @@ struct RequestOutput {
   uint32_t prompt_tokens = 0;
   uint32_t completion_tokens = 0;  // so far
   std::vector<std::vector<float>> logits;  // one row per token, when captured
+  std::vector<TokenLogprobs> logprobs;     // one per token, when sampling.logprobs is set
   bool finished() const { return finish_reason != FinishReason::kNone; }
 };
 

@@ -44,6 +44,26 @@ absl::Status ValidateRequest(const Request& r, const ModelInfo& m) {
     return Invalid("sampling.top_p must be in (0, 1], got ", s.top_p);
   }
 
+  if (!(std::isfinite(s.repetition_penalty) && s.repetition_penalty > 0.f)) {
+    return Invalid("sampling.repetition_penalty must be a finite number > 0 (1 = off), got ",
+                   s.repetition_penalty);
+  }
+  const float pf = kMaxAbsPresenceFrequencyPenalty;
+  if (!(s.presence_penalty >= -pf && s.presence_penalty <= pf)) {
+    return Invalid("sampling.presence_penalty must be in [-", pf, ", ", pf, "], got ",
+                   s.presence_penalty);
+  }
+  if (!(s.frequency_penalty >= -pf && s.frequency_penalty <= pf)) {
+    return Invalid("sampling.frequency_penalty must be in [-", pf, ", ", pf, "], got ",
+                   s.frequency_penalty);
+  }
+  if (!(s.min_p >= 0.f && s.min_p <= 1.f)) {
+    return Invalid("sampling.min_p must be in [0, 1], got ", s.min_p);
+  }
+  if (s.logprobs && *s.logprobs > kMaxTopLogprobs) {
+    return Invalid("sampling.logprobs must be in [0, ", kMaxTopLogprobs, "], got ", *s.logprobs);
+  }
+
   const StoppingOptions& st = r.stopping;
   if (st.max_new_tokens) {
     if (*st.max_new_tokens == 0) return Invalid("stopping.max_new_tokens must be >= 1, got 0");
@@ -80,6 +100,11 @@ absl::Status ValidateRequest(const Request& r, const ModelInfo& m) {
       return Invalid("stopping.stop_token_ids[", i, "] = ", id, " is outside the vocabulary [0, ",
                      m.vocab_size, ")");
     }
+  }
+
+  if (s.min_new_tokens > EffectiveMaxNewTokens(r, m)) {
+    return Invalid("sampling.min_new_tokens (", s.min_new_tokens,
+                   ") must be <= stopping.max_new_tokens (", EffectiveMaxNewTokens(r, m), ")");
   }
 
   // A sequence must fit in the KV pool on its own, or it could never finish.

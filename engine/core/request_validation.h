@@ -12,6 +12,8 @@ namespace kvserve {
 inline constexpr int kMaxStopStrings = 16;
 inline constexpr int kMaxStopStringBytes = 256;
 inline constexpr int kMaxStopTokenIds = 64;
+inline constexpr uint32_t kMaxTopLogprobs = 20;
+inline constexpr float kMaxAbsPresenceFrequencyPenalty = 2.f;
 
 absl::Status ValidateRequest(const Request& request, const ModelInfo& model);
 

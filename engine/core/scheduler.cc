@@ -38,6 +38,7 @@ void Scheduler::Preempt(SeqId id, ScheduleOutput& out) {
   Sequence& seq = *seqs_.at(id);
   blocks_.Free(seq.block_table);
   seq.num_computed = 0;
+  seq.num_cached_blocks = 0;
   seq.status = SequenceStatus::kWaiting;  // num_preemptions says it ran before
   ++seq.num_preemptions;
   running_.erase(std::find(running_.begin(), running_.end(), id));
@@ -45,8 +46,17 @@ void Scheduler::Preempt(SeqId id, ScheduleOutput& out) {
   out.preempted.push_back(id);
 }
 
+void Scheduler::CacheComputedBlocks(Sequence& seq) {
+  if (!blocks_.prefix_caching()) return;
+  ExtendBlockHashes(seq.tokens, blocks_.block_size(), seq.block_hashes);
+  seq.num_cached_blocks = blocks_.CacheFullBlocks(seq.block_table, seq.tokens, seq.block_hashes,
+                                                  seq.num_cached_blocks, seq.num_computed);
+}
+
 ScheduleOutput Scheduler::Schedule() {
   ScheduleOutput out;
+  // The previous step ran: what it computed may now be shared.
+  for (SeqId id : running_) CacheComputedBlocks(*seqs_.at(id));
   int budget = config_.max_num_batched_tokens;
   const int block_size = blocks_.block_size();
 
@@ -93,18 +103,29 @@ ScheduleOutput Scheduler::Schedule() {
     while (!waiting_.empty() && static_cast<int>(running_.size()) < config_.max_num_seqs &&
            budget > 0) {
       Sequence& seq = *seqs_.at(waiting_.front());
-      const int n = std::min(seq.num_tokens(), budget);
+      if (blocks_.prefix_caching()) {
+        ExtendBlockHashes(seq.tokens, blocks_.block_size(), seq.block_hashes);
+      }
+      // Leaves at least the last token to compute, so n >= 1.
+      const PrefixHit hit = blocks_.FindCachedPrefix(seq.tokens, seq.block_hashes);
+      const int cached = static_cast<int>(hit.blocks.size()) * blocks_.block_size();
+      const int n = std::min(seq.num_tokens() - cached, budget);
       // The reserve only matters while others run: alone, a sequence may use it all.
       const int reserve = running_.empty() ? 0 : config_.admission_reserve_blocks;
-      if (!blocks_.CanAllocate(n, reserve)) break;
-      blocks_.Allocate(seq.block_table, n);
+      if (!blocks_.CanAllocate(cached + n, reserve, hit)) break;
+      blocks_.Allocate(seq.block_table, cached + n, hit);
+      seq.num_cached_blocks = static_cast<int>(hit.blocks.size());
       waiting_.pop_front();
       running_.push_back(seq.id);
       seq.status = SequenceStatus::kRunning;
       out.admitted.push_back(seq.id);
-      out.chunks.push_back({seq.id, 0, n, n == seq.num_tokens()});
-      seq.num_computed = n;
+      out.chunks.push_back({seq.id, cached, n, cached + n == seq.num_tokens()});
+      seq.num_computed = cached + n;
       budget -= n;
+      if (blocks_.prefix_caching()) {
+        out.prefix_cache_queried_tokens += seq.num_tokens();
+        out.prefix_cache_hit_tokens += cached;
+      }
     }
   }
   out.num_batched_tokens = config_.max_num_batched_tokens - budget;
@@ -115,6 +136,7 @@ void Scheduler::AppendToken(SeqId id, int32_t token) {
   Sequence& seq = *seqs_.at(id);
   KV_CHECK(seq.status == SequenceStatus::kRunning && seq.num_uncomputed() == 0)
       << "token for sequence " << id << " that did not sample";
+  CacheComputedBlocks(seq);  // before it may finish and free them
   seq.tokens.push_back(token);
 }
 

@@ -10,6 +10,8 @@
 //      recomputed;
 //   3. if nothing was preempted, waiting sequences are admitted first come,
 //      first served while max_num_seqs, the token budget and free blocks allow.
+//      With prefix caching on, an admitted sequence starts from the cached
+//      blocks of its longest cached prefix and computes only the rest.
 // Pure logic over the BlockManager: no model, no device, no clock.
 #pragma once
 
@@ -44,6 +46,10 @@ struct ScheduleOutput {
   std::vector<SeqId> admitted;         // newly admitted (or re-admitted) this step
   std::vector<SeqId> preempted;        // preempted this step
   int num_batched_tokens = 0;
+  /// Prefix caching, over the sequences admitted this step: tokens looked up
+  /// and tokens found (their K/V reused, not computed).
+  int prefix_cache_queried_tokens = 0;
+  int prefix_cache_hit_tokens = 0;
   bool empty() const { return chunks.empty(); }
 };
 
@@ -53,6 +59,9 @@ class Scheduler {
 
   /// Queues a new sequence at the back of the waiting line.
   void Add(std::unique_ptr<Sequence> seq);
+  /// Plans the next model step. Everything the previous call scheduled for a
+  /// still-running sequence is taken as computed (its full blocks become
+  /// shareable), so after a failed step remove those sequences first.
   ScheduleOutput Schedule();
   /// Records the token sampled for `id` at the end of a step.
   void AppendToken(SeqId id, int32_t token);
@@ -70,6 +79,8 @@ class Scheduler {
  private:
   void Preempt(SeqId id, ScheduleOutput& out);
   void InsertWaitingInArrivalOrder(SeqId id);
+  /// Registers the sequence's blocks that are full and computed (by a step that ran).
+  void CacheComputedBlocks(Sequence& seq);
 
   SchedulerConfig config_;
   BlockManager& blocks_;

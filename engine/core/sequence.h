@@ -25,6 +25,11 @@ struct Sequence {
   /// Tokens whose K/V are in the cache (or scheduled into it this step).
   int num_computed = 0;
   BlockTable block_table;
+  /// Prefix caching: chained hashes of the full blocks of `tokens` (extended
+  /// as tokens grow), and how many leading blocks of `block_table` are
+  /// registered in the cache.
+  std::vector<BlockHash> block_hashes;
+  int num_cached_blocks = 0;
   SequenceStatus status = SequenceStatus::kWaiting;
   int num_preemptions = 0;
 

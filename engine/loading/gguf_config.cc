@@ -1,6 +1,12 @@
 #include "engine/loading/gguf_config.h"
 
+#include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <limits>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
@@ -34,6 +40,88 @@ absl::StatusOr<std::optional<int32_t>> OptionalTokenId(const GgufFile& file, con
     return Refuse(file, absl::StrCat("GGUF metadata \"", key, "\" is ", v, ", not a token id"));
   }
   return static_cast<int32_t>(v);
+}
+
+// llama.cpp's converter stores Llama 3.1's rope_scaling as per-frequency
+// factors (rope_freqs.weight) computed from factor, low_freq_factor,
+// high_freq_factor and original_max_position_embeddings; kvserve's RoPE takes
+// those parameters, so they are recovered. The factor is the largest entry;
+// low_freq_factor is 1 (every Llama 3.x). The medium band's entries are linear
+// in 1/wavelength: two of them give original_max_position_embeddings and
+// high_freq_factor; one gives the former with high_freq_factor 4; none leaves
+// Llama 3.1's 8192 and 4 (or, if the band edges disagree, the largest context
+// they allow). Whatever the candidate, the whole tensor is recomputed from it
+// and must match, else the file is refused rather than served with wrong
+// positions.
+absl::StatusOr<RopeScaling> Llama3ScalingFromFactors(const GgufFile& file,
+                                                     const GgufTensorInfo& t,
+                                                     const ModelConfig& c) {
+  const int64_t n = c.head_dim / 2;
+  if (t.type != 0 || t.dims.size() != 1 || t.dims[0] != n) {
+    return Refuse(file, absl::StrCat("rope_freqs.weight must be F32 [", n, "]"));
+  }
+  std::vector<float> got(n);
+  std::memcpy(got.data(), t.data, n * sizeof(float));
+  auto wavelen = [&](int64_t i) {
+    return 2 * M_PI * std::pow(c.rope_theta, static_cast<double>(2 * i) / c.head_dim);
+  };
+  RopeScaling r;
+  r.type = RopeScaling::Type::kLlama3;
+  r.factor = *std::max_element(got.begin(), got.end());
+  if (!(r.factor >= 1.0)) return Refuse(file, "rope_freqs.weight has factors below 1");
+  if (r.factor == 1.0) return RopeScaling{};  // all ones: no scaling
+  r.low_freq_factor = 1.0;
+  r.high_freq_factor = 4.0;
+  r.original_max_position_embeddings = 8192;
+  std::vector<int64_t> medium;
+  double min_scaled_wavelen = INFINITY;
+  for (int64_t i = 0; i < n; ++i) {
+    if (got[i] > 1.0f + 1e-4f && got[i] < r.factor * (1 - 1e-4)) medium.push_back(i);
+    if (got[i] >= r.factor * (1 - 1e-4)) min_scaled_wavelen = std::min(min_scaled_wavelen, wavelen(i));
+  }
+  // smooth = (1/f - 1/factor) / (1 - 1/factor) = old/(high-1) · (1/wavelen) - 1/(high-1)
+  auto smooth = [&](int64_t i) { return (1.0 / got[i] - 1.0 / r.factor) / (1.0 - 1.0 / r.factor); };
+  if (medium.size() >= 2) {
+    const int64_t i1 = medium.front(), i2 = medium.back();
+    const double x1 = 1.0 / wavelen(i1), x2 = 1.0 / wavelen(i2);
+    const double a = (smooth(i2) - smooth(i1)) / (x2 - x1);
+    const double b = a * x1 - smooth(i1);
+    if (a > 0 && b > 0) {
+      r.high_freq_factor = std::round((1.0 + 1.0 / b) * 1e4) / 1e4;
+      r.original_max_position_embeddings = std::llround(a / b);
+    }
+  } else if (medium.size() == 1) {
+    const int64_t i = medium.front();
+    r.original_max_position_embeddings =
+        std::llround((smooth(i) * (r.high_freq_factor - 1) + 1) * wavelen(i));
+  }
+  auto mismatch = [&](const RopeScaling& p) -> std::optional<std::string> {
+    const double old_len = static_cast<double>(p.original_max_position_embeddings);
+    for (int64_t i = 0; i < n; ++i) {
+      double want = 1.0;
+      if (wavelen(i) > old_len / p.low_freq_factor) {
+        want = p.factor;
+      } else if (wavelen(i) >= old_len / p.high_freq_factor) {
+        const double s = (old_len / wavelen(i) - p.low_freq_factor) /
+                         (p.high_freq_factor - p.low_freq_factor);
+        want = 1.0 / ((1 - s) / p.factor + s);
+      }
+      if (std::abs(got[i] - want) > 1e-4 * want) {
+        return absl::StrCat("rope_freqs.weight[", i, "] = ", got[i], " where Llama 3 RoPE scaling (factor ",
+                            p.factor, ", low_freq_factor 1, high_freq_factor ", p.high_freq_factor,
+                            ", original context ", p.original_max_position_embeddings, ") gives ", want);
+      }
+    }
+    return std::nullopt;
+  };
+  std::optional<std::string> error = mismatch(r);
+  if (error && medium.empty() && std::isfinite(min_scaled_wavelen)) {
+    RopeScaling edge = r;
+    edge.original_max_position_embeddings = static_cast<int64_t>(std::floor(min_scaled_wavelen - 1e-6));
+    if (!mismatch(edge)) return edge;
+  }
+  if (error) return Refuse(file, absl::StrCat(*error, ": not supported"));
+  return r;
 }
 
 }  // namespace
@@ -73,6 +161,13 @@ absl::StatusOr<ModelConfig> GgufModelConfig(const GgufFile& file) {
                                      " (partial rotary embeddings are not supported)"));
   }
   ASSIGN_OR_RETURN(c.max_context, PositiveInt(file, p + "context_length"));
+  // The RoPE table is [context, head_dim] floats: a hostile value must not
+  // turn into a huge allocation. Real models stop at 10M (Llama 4 Scout).
+  constexpr int kMaxContext = 1 << 24;
+  if (c.max_context > kMaxContext) {
+    return Refuse(file, absl::StrCat("GGUF metadata \"", p, "context_length\" is ", c.max_context,
+                                     ", more than the ", kMaxContext, " supported"));
+  }
   ASSIGN_OR_RETURN(const double eps, md.GetFloat(p + "attention.layer_norm_rms_epsilon"));
   c.rms_norm_eps = static_cast<float>(eps);
   if (md.Has(p + "rope.freq_base")) {
@@ -89,9 +184,11 @@ absl::StatusOr<ModelConfig> GgufModelConfig(const GgufFile& file) {
     }
   }
   // Llama 3.1+ files carry their frequency scaling as a tensor, not metadata.
-  if (file.FindTensor("rope_freqs.weight") != nullptr) {
-    return Refuse(file, "tensor rope_freqs.weight (Llama-3.1-style RoPE frequency factors) is "
-                        "not supported");
+  if (const GgufTensorInfo* freqs = file.FindTensor("rope_freqs.weight")) {
+    if (c.rope_scaling.type != RopeScaling::Type::kNone) {
+      return Refuse(file, "both rope.scaling.type and rope_freqs.weight");
+    }
+    ASSIGN_OR_RETURN(c.rope_scaling, Llama3ScalingFromFactors(file, *freqs, c));
   }
 
   const GgufTensorInfo* embed = file.FindTensor("token_embd.weight");

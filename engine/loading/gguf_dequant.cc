@@ -1,6 +1,9 @@
 #include "engine/loading/gguf_dequant.h"
 
+#include <algorithm>
 #include <cstring>
+#include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "engine/loading/ggml_types.h"
@@ -170,6 +173,27 @@ void DequantQ6_K(const uint8_t* b, int64_t nb, float* y) {
   }
 }
 
+// `nb` blocks (elements for F32/F16/BF16, whose block is 1) of `type`.
+void DequantBlocks(GgmlType type, const uint8_t* src, int64_t nb, float* dst) {
+  switch (type) {
+    case GgmlType::kF32: DequantF32(src, nb, dst); break;
+    case GgmlType::kF16: DequantF16(src, nb, dst); break;
+    case GgmlType::kBF16: DequantBF16(src, nb, dst); break;
+    case GgmlType::kQ8_0: DequantQ8_0(src, nb, dst); break;
+    case GgmlType::kQ4_0: DequantQ4_0(src, nb, dst); break;
+    case GgmlType::kQ4_1: DequantQ4_1(src, nb, dst); break;
+    case GgmlType::kQ5_0: DequantQ5_0(src, nb, dst); break;
+    case GgmlType::kQ5_1: DequantQ5_1(src, nb, dst); break;
+    case GgmlType::kQ4_K: DequantQ4_K(src, nb, dst); break;
+    case GgmlType::kQ5_K: DequantQ5_K(src, nb, dst); break;
+    case GgmlType::kQ6_K: DequantQ6_K(src, nb, dst); break;
+    default: break;  // unreachable: DequantizeGgml checked `supported`
+  }
+}
+
+// Below this many elements a tensor is not worth spreading over threads.
+constexpr int64_t kParallelElements = int64_t{1} << 20;
+
 }  // namespace
 
 absl::Status DequantizeGgml(uint32_t type, const uint8_t* src, int64_t numel, float* dst) {
@@ -183,22 +207,25 @@ absl::Status DequantizeGgml(uint32_t type, const uint8_t* src, int64_t numel, fl
     return absl::InvalidArgumentError(absl::StrCat(numel, " elements are not whole ", info->name,
                                                    " blocks of ", info->block_size));
   }
+  const auto t = static_cast<GgmlType>(type);
   const int64_t nb = numel / info->block_size;
-  switch (static_cast<GgmlType>(type)) {
-    case GgmlType::kF32: DequantF32(src, numel, dst); break;
-    case GgmlType::kF16: DequantF16(src, numel, dst); break;
-    case GgmlType::kBF16: DequantBF16(src, numel, dst); break;
-    case GgmlType::kQ8_0: DequantQ8_0(src, nb, dst); break;
-    case GgmlType::kQ4_0: DequantQ4_0(src, nb, dst); break;
-    case GgmlType::kQ4_1: DequantQ4_1(src, nb, dst); break;
-    case GgmlType::kQ5_0: DequantQ5_0(src, nb, dst); break;
-    case GgmlType::kQ5_1: DequantQ5_1(src, nb, dst); break;
-    case GgmlType::kQ4_K: DequantQ4_K(src, nb, dst); break;
-    case GgmlType::kQ5_K: DequantQ5_K(src, nb, dst); break;
-    case GgmlType::kQ6_K: DequantQ6_K(src, nb, dst); break;
-    default:
-      return absl::InternalError(absl::StrCat("no dequantizer for ", info->name));
+  // Blocks are independent: big tensors are split over threads, which only
+  // changes who computes each value, never how it rounds.
+  const int64_t threads = numel < kParallelElements
+                              ? 1
+                              : std::clamp<int64_t>(std::thread::hardware_concurrency(), 1, 16);
+  if (threads == 1) {
+    DequantBlocks(t, src, nb, dst);
+    return absl::OkStatus();
   }
+  std::vector<std::thread> workers;
+  const int64_t per = (nb + threads - 1) / threads;
+  for (int64_t b0 = 0; b0 < nb; b0 += per) {
+    const int64_t count = std::min(per, nb - b0);
+    workers.emplace_back(DequantBlocks, t, src + b0 * info->type_size, count,
+                         dst + b0 * info->block_size);
+  }
+  for (std::thread& w : workers) w.join();
   return absl::OkStatus();
 }
 

@@ -17,9 +17,10 @@
 namespace kvserve {
 
 bool IsGgufPath(const std::string& path) {
+  // A missing x.gguf is still meant as GGUF: its error should say "no such file".
+  if (absl::EndsWithIgnoreCase(path, ".gguf")) return true;
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) return false;
-  return absl::EndsWithIgnoreCase(path, ".gguf") || GgufFile::HasMagic(path);
+  return std::filesystem::is_regular_file(path, ec) && GgufFile::HasMagic(path);
 }
 
 absl::StatusOr<ModelSource> OpenGgufModelSource(const std::string& path) {
@@ -35,6 +36,13 @@ absl::StatusOr<ModelSource> OpenGgufModelSource(const std::string& path) {
           ", which kvserve does not dequantize (supported: ", SupportedGgmlTypeNames(), ")"));
     }
     ++type_counts[info->name];
+  }
+  // llama.cpp's gguf-split shards: each file holds only some tensors.
+  if (const GgufValue* split = file->metadata().Find("split.count");
+      split != nullptr && split->is_integer() && (split->u > 1 || split->i > 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": a shard of a split GGUF model (split.count > 1); merge it into one file with "
+              "llama-gguf-split --merge"));
   }
   ModelSource source;
   ASSIGN_OR_RETURN(source.config, GgufModelConfig(*file));

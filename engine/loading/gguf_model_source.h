@@ -9,8 +9,8 @@
 
 namespace kvserve {
 
-/// Whether `path` names a GGUF file: a regular file ending in .gguf, or one
-/// starting with the GGUF magic.
+/// Whether `path` names a GGUF file: a name ending in .gguf (present or not),
+/// or a regular file starting with the GGUF magic.
 bool IsGgufPath(const std::string& path);
 
 absl::StatusOr<ModelSource> OpenGgufModelSource(const std::string& path);

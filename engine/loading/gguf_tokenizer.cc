@@ -25,8 +25,8 @@ constexpr char kLlama3Regex[] =
 constexpr char kQwen2Regex[] =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
-Json ByteLevel(bool use_regex) {
-  return {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true},
+Json ByteLevel(bool use_regex, bool add_prefix_space) {
+  return {{"type", "ByteLevel"}, {"add_prefix_space", add_prefix_space}, {"trim_offsets", true},
           {"use_regex", use_regex}};
 }
 
@@ -43,27 +43,28 @@ struct Gpt2Shape {
   bool ignore_merges = false;
 };
 
-absl::StatusOr<Gpt2Shape> Gpt2ShapeFor(const std::string& pre) {
+// `prefix`: tokenizer.ggml.add_space_prefix, ByteLevel's add_prefix_space.
+absl::StatusOr<Gpt2Shape> Gpt2ShapeFor(const std::string& pre, bool prefix) {
   Gpt2Shape s;
   if (pre == "llama-bpe" || pre == "llama3" || pre == "llama-v3") {
     // Meta-Llama-3's tokenizer.json.
     s.pre_tokenizer = {{"type", "Sequence"},
-                       {"pretokenizers", {SplitIsolated(kLlama3Regex), ByteLevel(false)}}};
+                       {"pretokenizers", {SplitIsolated(kLlama3Regex), ByteLevel(false, prefix)}}};
     s.ignore_merges = true;
   } else if (pre == "qwen2") {
     // Qwen2 / Qwen2.5's tokenizer.json: NFC, then the Qwen2 split (single digits).
     s.normalizer = {{"type", "NFC"}};
     s.pre_tokenizer = {{"type", "Sequence"},
-                       {"pretokenizers", {SplitIsolated(kQwen2Regex), ByteLevel(false)}}};
+                       {"pretokenizers", {SplitIsolated(kQwen2Regex), ByteLevel(false, prefix)}}};
   } else if (pre == "smollm" || pre == "starcoder") {
     // SmolLM / StarCoder: every digit on its own, then GPT-2's byte-level split.
     s.pre_tokenizer = {
         {"type", "Sequence"},
         {"pretokenizers",
-         {Json{{"type", "Digits"}, {"individual_digits", true}}, ByteLevel(true)}}};
+         {Json{{"type", "Digits"}, {"individual_digits", true}}, ByteLevel(true, prefix)}}};
   } else if (pre == "gpt-2" || pre == "gpt2" || pre == "default") {
     // GPT-2's tokenizer.json: ByteLevel with its built-in regex.
-    s.pre_tokenizer = ByteLevel(true);
+    s.pre_tokenizer = ByteLevel(true, prefix);
   } else {
     return absl::InvalidArgumentError(absl::StrCat(
         "tokenizer.ggml.pre \"", pre,
@@ -211,7 +212,8 @@ absl::StatusOr<Json> GgufTokenizerJson(const GgufMetadata& md) {
   bool add_bos_default = model == "llama";
   if (model == "gpt2") {
     ASSIGN_OR_RETURN(const std::string pre, md.GetString("tokenizer.ggml.pre"));
-    ASSIGN_OR_RETURN(Gpt2Shape shape, Gpt2ShapeFor(pre));
+    ASSIGN_OR_RETURN(const bool prefix, OptionalBool(md, "tokenizer.ggml.add_space_prefix", false));
+    ASSIGN_OR_RETURN(Gpt2Shape shape, Gpt2ShapeFor(pre, prefix));
     if (merges.empty()) return absl::InvalidArgumentError("gpt2 tokenizer without tokenizer.ggml.merges");
     add_bos_default = pre == "llama-bpe";
     j["normalizer"] = shape.normalizer;

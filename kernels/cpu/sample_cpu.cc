@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/logit_rows.h"
 
 namespace kvserve::cpu {
 namespace {
@@ -19,7 +20,8 @@ int32_t ArgMax(const float* logits, int vocab) {
 }
 
 int32_t SampleRow(const float* logits, int vocab, float temperature, int top_k, float top_p,
-                  float uniform, std::vector<int32_t>& order, std::vector<float>& probs) {
+                  float min_p, float uniform, std::vector<int32_t>& order,
+                  std::vector<float>& probs) {
   if (temperature <= 0.f) return ArgMax(logits, vocab);
   const bool use_top_k = top_k > 0 && top_k < vocab;
   const bool use_top_p = top_p < 1.f;
@@ -55,13 +57,35 @@ int32_t SampleRow(const float* logits, int vocab, float temperature, int top_k, 
     candidates = keep;
     total = mass;
   }
+  int last = candidates - 1;
+  if (min_p > 0.f) {
+    // probs are relative to the most likely token's (which is 1): a zero
+    // weight drops a candidate without changing the walk's order.
+    total = 0.0;
+    for (int i = 0; i < candidates; ++i) {
+      if (probs[i] < min_p) {
+        probs[i] = 0.f;
+      } else {
+        total += probs[i];
+        last = i;
+      }
+    }
+  }
   const double target = static_cast<double>(uniform) * total;
   double cumulative = 0.0;
   for (int i = 0; i < candidates; ++i) {
     cumulative += probs[i];
     if (cumulative > target) return order[i];
   }
-  return order[candidates - 1];  // uniform * total rounded up to the total
+  return order[last];  // uniform * total rounded up to the total
+}
+
+// The sampled token's raw logit: from `raw` when the adjustments changed it.
+float RawLogit(const float* row, int32_t token, const std::vector<std::pair<int32_t, float>>& raw) {
+  for (const auto& [id, value] : raw) {
+    if (id == token) return value;  // the first entry is the value before any change
+  }
+  return row[token];
 }
 
 }  // namespace
@@ -70,11 +94,28 @@ void Sample(const SampleParams& p) {
   const int vocab = static_cast<int>(p.logits.dim(1));
   std::vector<int32_t> order;
   std::vector<float> probs;
+  std::vector<std::pair<int32_t, float>> raw;
+  const LogprobOutputs& lp = p.logprobs;
+  const int64_t k_max = lp.active() ? lp.top_ids.dim(1) : 0;
   for (int r = 0; r < p.num_rows; ++r) {
-    p.out_tokens.as<int32_t>()[r] =
-        SampleRow(p.logits.as<float>() + int64_t(r) * vocab, vocab, p.temperature.as<float>()[r],
-                  p.top_k.as<int32_t>()[r], p.top_p.as<float>()[r], p.uniform.as<float>()[r],
-                  order, probs);
+    float* row = p.logits.as<float>() + int64_t(r) * vocab;
+    const int top_n = lp.active() ? lp.top_n.as<int32_t>()[r] : -1;
+    double lse = 0.0;
+    if (top_n >= 0) {  // of the raw logits, before the adjustments
+      lse = LogSumExp(row, vocab);
+      TopLogprobs(row, vocab, lse, std::min<int64_t>(top_n, k_max), lp.top_ids.as<int32_t>() + r * k_max,
+                  lp.top_logprobs.as<float>() + r * k_max, order);
+    }
+    raw.clear();
+    if (p.adjust.active()) AdjustRow(p.adjust, r, row, vocab, raw);
+    const float min_p = p.min_p.empty() ? 0.f : p.min_p.as<float>()[r];
+    const int32_t token =
+        SampleRow(row, vocab, p.temperature.as<float>()[r], p.top_k.as<int32_t>()[r],
+                  p.top_p.as<float>()[r], min_p, p.uniform.as<float>()[r], order, probs);
+    p.out_tokens.as<int32_t>()[r] = token;
+    if (top_n >= 0) {
+      lp.token_logprob.as<float>()[r] = static_cast<float>(RawLogit(row, token, raw) - lse);
+    }
   }
 }
 

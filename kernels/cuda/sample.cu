@@ -22,6 +22,14 @@
 // temperature <= 0 is a plain argmax with the lowest id winning ties; with
 // neither top-k nor top-p the CPU walks ids in ascending order, and so does
 // this (OrderedWalk over the whole row).
+//
+// min_p is one more membership test (the candidate's probability relative to
+// the top one, the same float32 expression as the CPU's), so it narrows the
+// kept set without changing its order. Before sampling, LogprobKernel takes
+// the raw log-probabilities (log-sum-exp and the top N, by N ordered
+// searches) and AdjustKernel applies penalties and bans in place, keeping the
+// values it overwrote in saved_logits; the sample kernel then reads the
+// sampled token's raw logit from there.
 #include <cstdint>
 
 #include "kernels/cuda/cuda_check.h"
@@ -35,6 +43,36 @@ constexpr int kWarps = kThreads / 32;
 constexpr int kDigitBits = 4;
 constexpr int kBuckets = 1 << kDigitBits;
 constexpr unsigned kFull = 0xffffffffu;
+
+/// Everything the three kernels read and write, by value (pointers into the
+/// SampleParams views; null where a part is off).
+struct SampleKernelArgs {
+  float* logits = nullptr;  // [S, V], adjusted in place
+  int vocab = 0;
+  const float* temperature = nullptr;  // [S]
+  const int32_t* top_k = nullptr;      // [S]
+  const float* top_p = nullptr;        // [S]
+  const float* min_p = nullptr;        // [S] or null
+  const float* uniform = nullptr;      // [S]
+  int32_t* out_tokens = nullptr;       // [S]
+  // LogitAdjustments (null when inactive).
+  const float* repetition_penalty = nullptr;  // [S]
+  const float* presence_penalty = nullptr;    // [S]
+  const float* frequency_penalty = nullptr;   // [S]
+  const int32_t* seen_offsets = nullptr;      // [S + 1]
+  const int32_t* seen_tokens = nullptr;       // [N]
+  const int32_t* seen_counts = nullptr;       // [N]
+  const int32_t* banned_offsets = nullptr;    // [S + 1]
+  const int32_t* banned_tokens = nullptr;     // [M]
+  float* saved_logits = nullptr;              // [N + M]
+  int num_seen = 0;                           // N
+  // LogprobOutputs (null when inactive).
+  const int32_t* top_n = nullptr;   // [S]
+  float* token_logprob = nullptr;   // [S]
+  int32_t* top_ids = nullptr;       // [S, K]
+  float* top_logprobs = nullptr;    // [S, K]
+  int k = 0;                        // K
+};
 
 struct Shared {
   double warp_buckets[kWarps][kBuckets];
@@ -285,40 +323,85 @@ __device__ CutResult FindCut(const Row& row, InSet in_set, Weight weight, double
   return {ties.id >= 0, Cut{key, ties.id}, ties.cumulative};
 }
 
-__global__ void __launch_bounds__(kThreads)
-    SampleKernel(const float* __restrict__ logits,       // [S, V]
-                 const float* __restrict__ temperature,  // [S]
-                 const int32_t* __restrict__ top_k,      // [S]
-                 const float* __restrict__ top_p,        // [S]
-                 const float* __restrict__ uniform,      // [S]
-                 int vocab,
-                 int32_t* __restrict__ out_tokens) {     // [S]
+/// The last element of `in_set` in (key desc, id asc) order: its smallest
+/// key, and the largest id with that key.
+template <typename InSet>
+__device__ int LastInOrder(const Row& row, InSet in_set, Shared& sh) {
+  uint32_t local_min = 0xffffffffu;
+  for (int i = threadIdx.x; i < row.vocab; i += kThreads) {
+    const uint32_t key = OrderKey(row.logits[i]);
+    if (in_set(key, i)) local_min = min(local_min, key);
+  }
+  const uint32_t min_key = BlockMinUint(local_min, sh);
+  int local_id = -1;
+  for (int i = threadIdx.x; i < row.vocab; i += kThreads) {
+    const uint32_t key = OrderKey(row.logits[i]);
+    if (key == min_key && in_set(key, i)) local_id = max(local_id, i);
+  }
+  return BlockMaxInt(local_id, sh);
+}
+
+/// The sampled token's raw log-probability: its logit from before the
+/// adjustments (saved by AdjustKernel, else still in the row) minus the
+/// log-sum-exp LogprobKernel left in token_logprob[r].
+__device__ void WriteTokenLogprob(const SampleKernelArgs& a, int r, const float* x, int token,
+                                  Shared& sh) {
+  if (a.top_n == nullptr || a.top_n[r] < 0) return;
+  int found = 0x7fffffff;  // the token's first entry, which holds its raw value
+  if (a.seen_offsets != nullptr) {
+    const int seen_begin = a.seen_offsets[r], seen_end = a.seen_offsets[r + 1];
+    const int ban_begin = a.banned_offsets[r], ban_end = a.banned_offsets[r + 1];
+    int local = 0x7fffffff;
+    for (int e = seen_begin + int(threadIdx.x); e < seen_end; e += kThreads) {
+      if (a.seen_tokens[e] == token) local = min(local, e);
+    }
+    for (int e = ban_begin + int(threadIdx.x); e < ban_end; e += kThreads) {
+      if (a.banned_tokens[e] == token) local = min(local, a.num_seen + e);
+    }
+    found = BlockMinInt(local, sh);
+  }
+  if (threadIdx.x == 0) {
+    const float raw = found != 0x7fffffff ? a.saved_logits[found] : x[token];
+    a.token_logprob[r] = raw - a.token_logprob[r];
+  }
+}
+
+__global__ void __launch_bounds__(kThreads) SampleKernel(const __grid_constant__ SampleKernelArgs a) {
   __shared__ Shared sh;
   const int r = blockIdx.x;
-  const float* x = logits + int64_t(r) * vocab;
-  const float temp = temperature[r];
+  const int vocab = a.vocab;
+  const float* x = a.logits + int64_t(r) * vocab;
+  int32_t* out_tokens = a.out_tokens;
+  const float temp = a.temperature[r];
   if (temp <= 0.f) {
     const int id = BlockArgMax(x, vocab, sh);
     if (threadIdx.x == 0) out_tokens[r] = id;
+    WriteTokenLogprob(a, r, x, id, sh);
     return;
   }
-  const int k = top_k[r];
-  const float p = top_p[r], u = uniform[r];
+  const int k = a.top_k[r];
+  const float p = a.top_p[r], u = a.uniform[r];
+  const float min_p = a.min_p != nullptr ? a.min_p[r] : 0.f;
   const bool use_top_k = k > 0 && k < vocab;
   const bool use_top_p = p < 1.f;
+  const bool use_min_p = min_p > 0.f;
 
   float local_max = x[0];
   for (int i = threadIdx.x; i < vocab; i += kThreads) local_max = fmaxf(local_max, x[i]);
   const Row row{x, vocab, BlockMax(local_max, sh), temp};
   auto mass = [&](int i) { return row.Prob(i); };
   auto all = [](uint32_t, int) { return true; };
+  // Relative to the top token's probability, which is expf(0) = 1.
+  auto above_min_p = [&](int i) { return !use_min_p || expf((x[i] - row.max_logit) / temp) >= min_p; };
 
   if (!use_top_k && !use_top_p) {  // the CPU walks ids in ascending order
+    auto kept = [&](uint32_t, int i) { return above_min_p(i); };
     double local = 0.0;
-    for (int i = threadIdx.x; i < vocab; i += kThreads) local += mass(i);
+    for (int i = threadIdx.x; i < vocab; i += kThreads) local += kept(0, i) ? mass(i) : 0.0;
     const double total = BlockSum(local, sh);
-    const WalkResult w = OrderedWalk(row, all, mass, 0.0, double(u) * total, /*strict=*/true, sh);
-    if (threadIdx.x == 0) out_tokens[r] = w.id;  // not reached: the last id, as the CPU
+    const WalkResult w = OrderedWalk(row, kept, mass, 0.0, double(u) * total, /*strict=*/true, sh);
+    if (threadIdx.x == 0) out_tokens[r] = w.id;  // not reached: the last kept id, as the CPU
+    WriteTokenLogprob(a, r, x, w.id, sh);
     return;
   }
 
@@ -344,25 +427,91 @@ __global__ void __launch_bounds__(kThreads)
       kept_total = c.through;
     }
   }
-  auto kept_set = [&](uint32_t key, int id) { return !kept_is_prefix || AtOrBefore(key, id, kept); };
+  auto kept_set = [&](uint32_t key, int id) {
+    return (!kept_is_prefix || AtOrBefore(key, id, kept)) && above_min_p(id);
+  };
+  if (use_min_p) {
+    double kept_local = 0.0;
+    for (int i = threadIdx.x; i < vocab; i += kThreads) {
+      if (kept_set(OrderKey(x[i]), i)) kept_local += mass(i);
+    }
+    kept_total = BlockSum(kept_local, sh);
+  }
   const CutResult pick = FindCut(row, kept_set, mass, double(u) * kept_total, /*strict=*/true, sh);
   int token = pick.cut.id;
   if (!pick.found || token < 0) {
     // uniform · total rounded up to the total: the CPU takes the last kept candidate.
-    if (kept_is_prefix) {
-      token = kept.id;
-    } else {
-      uint32_t local_min = 0xffffffffu;
-      for (int i = threadIdx.x; i < vocab; i += kThreads) local_min = min(local_min, OrderKey(x[i]));
-      const uint32_t min_key = BlockMinUint(local_min, sh);
-      int local_id = -1;
-      for (int i = threadIdx.x; i < vocab; i += kThreads) {
-        if (OrderKey(x[i]) == min_key) local_id = max(local_id, i);
-      }
-      token = BlockMaxInt(local_id, sh);
-    }
+    token = LastInOrder(row, kept_set, sh);
   }
   if (threadIdx.x == 0) out_tokens[r] = token;
+  WriteTokenLogprob(a, r, x, token, sh);
+}
+
+/// Per row with top_n >= 0: log-sum-exp of the raw logits (left in
+/// token_logprob[r] for the sample kernel) and the top_n largest, ordered
+/// by (logit desc, id asc): each is the first element after the previous one.
+__global__ void __launch_bounds__(kThreads) LogprobKernel(const __grid_constant__ SampleKernelArgs a) {
+  __shared__ Shared sh;
+  const int r = blockIdx.x;
+  const int n = a.top_n[r];
+  if (n < 0) return;
+  const float* x = a.logits + int64_t(r) * a.vocab;
+  float local_max = x[0];
+  for (int i = threadIdx.x; i < a.vocab; i += kThreads) local_max = fmaxf(local_max, x[i]);
+  const float row_max = BlockMax(local_max, sh);
+  double local = 0.0;
+  for (int i = threadIdx.x; i < a.vocab; i += kThreads) local += exp(double(x[i]) - row_max);
+  const double lse = double(row_max) + log(BlockSum(local, sh));
+  if (threadIdx.x == 0) a.token_logprob[r] = static_cast<float>(lse);
+  Cut previous{0xffffffffu, -1};  // before every element
+  bool first = true;
+  for (int j = 0; j < n && j < a.vocab; ++j) {
+    // The largest key among the elements after `previous` (as the smallest ~key).
+    uint32_t smallest_inverted = 0xffffffffu;
+    for (int i = threadIdx.x; i < a.vocab; i += kThreads) {
+      const uint32_t key = OrderKey(x[i]);
+      if (first || !AtOrBefore(key, i, previous)) smallest_inverted = min(smallest_inverted, ~key);
+    }
+    const uint32_t key = ~BlockMinUint(smallest_inverted, sh);
+    int local_id = 0x7fffffff;
+    for (int i = threadIdx.x; i < a.vocab; i += kThreads) {
+      if (OrderKey(x[i]) == key && (first || !AtOrBefore(key, i, previous))) local_id = min(local_id, i);
+    }
+    const int id = BlockMinInt(local_id, sh);
+    if (threadIdx.x == 0) {
+      a.top_ids[int64_t(r) * a.k + j] = id;
+      a.top_logprobs[int64_t(r) * a.k + j] = static_cast<float>(double(x[id]) - lse);
+    }
+    previous = Cut{key, id};
+    first = false;
+  }
+}
+
+/// Row r's penalties, then its bans, in place; the values they replace go to
+/// saved_logits (seen entries at e, banned at num_seen + e).
+__global__ void AdjustKernel(const __grid_constant__ SampleKernelArgs a) {
+  const int r = blockIdx.x;
+  float* x = a.logits + int64_t(r) * a.vocab;
+  const float rep = a.repetition_penalty[r], pres = a.presence_penalty[r],
+              freq = a.frequency_penalty[r];
+  for (int e = a.seen_offsets[r] + int(threadIdx.x); e < a.seen_offsets[r + 1]; e += blockDim.x) {
+    const int id = a.seen_tokens[e];
+    if (id < 0 || id >= a.vocab) continue;  // the host builds these from validated ids
+    float v = x[id];
+    a.saved_logits[e] = v;
+    // Rounded intrinsics: no FMA contraction, so the CPU's values bit for bit.
+    if (rep != 1.f) v = v > 0.f ? __fdiv_rn(v, rep) : __fmul_rn(v, rep);
+    const int c = a.seen_counts[e];
+    if (c > 0) v = __fsub_rn(v, __fadd_rn(__fmul_rn(freq, static_cast<float>(c)), pres));
+    x[id] = v;
+  }
+  __syncthreads();  // a banned id may be a seen one too: the ban comes last
+  for (int e = a.banned_offsets[r] + int(threadIdx.x); e < a.banned_offsets[r + 1]; e += blockDim.x) {
+    const int id = a.banned_tokens[e];
+    if (id < 0 || id >= a.vocab) continue;
+    a.saved_logits[a.num_seen + e] = x[id];
+    x[id] = -INFINITY;
+  }
 }
 
 }  // namespace
@@ -371,9 +520,42 @@ absl::Status LaunchSample(const SampleParams& p, cudaStream_t stream) {
   if (p.num_rows == 0) return absl::OkStatus();
   const int vocab = static_cast<int>(p.logits.dim(1));
   if (vocab <= 0) return absl::InvalidArgumentError("Sample: empty vocabulary");
-  SampleKernel<<<p.num_rows, kThreads, 0, stream>>>(
-      p.logits.as<const float>(), p.temperature.as<const float>(), p.top_k.as<const int32_t>(),
-      p.top_p.as<const float>(), p.uniform.as<const float>(), vocab, p.out_tokens.as<int32_t>());
+  SampleKernelArgs a;
+  a.logits = p.logits.as<float>();
+  a.vocab = vocab;
+  a.temperature = p.temperature.as<const float>();
+  a.top_k = p.top_k.as<const int32_t>();
+  a.top_p = p.top_p.as<const float>();
+  a.min_p = p.min_p.empty() ? nullptr : p.min_p.as<const float>();
+  a.uniform = p.uniform.as<const float>();
+  a.out_tokens = p.out_tokens.as<int32_t>();
+  if (p.adjust.active()) {
+    const LogitAdjustments& j = p.adjust;
+    a.repetition_penalty = j.repetition_penalty.as<const float>();
+    a.presence_penalty = j.presence_penalty.as<const float>();
+    a.frequency_penalty = j.frequency_penalty.as<const float>();
+    a.seen_offsets = j.seen_offsets.as<const int32_t>();
+    a.seen_tokens = j.seen_tokens.as<const int32_t>();
+    a.seen_counts = j.seen_counts.as<const int32_t>();
+    a.banned_offsets = j.banned_offsets.as<const int32_t>();
+    a.banned_tokens = j.banned_tokens.as<const int32_t>();
+    a.saved_logits = j.saved_logits.as<float>();
+    a.num_seen = static_cast<int>(j.seen_tokens.dim(0));
+  }
+  if (p.logprobs.active()) {
+    a.top_n = p.logprobs.top_n.as<const int32_t>();
+    a.token_logprob = p.logprobs.token_logprob.as<float>();
+    a.top_ids = p.logprobs.top_ids.as<int32_t>();
+    a.top_logprobs = p.logprobs.top_logprobs.as<float>();
+    a.k = static_cast<int>(p.logprobs.top_ids.dim(1));
+    LogprobKernel<<<p.num_rows, kThreads, 0, stream>>>(a);
+    RETURN_IF_LAUNCH_ERROR();
+  }
+  if (p.adjust.active()) {
+    AdjustKernel<<<p.num_rows, 256, 0, stream>>>(a);
+    RETURN_IF_LAUNCH_ERROR();
+  }
+  SampleKernel<<<p.num_rows, kThreads, 0, stream>>>(a);
   RETURN_IF_LAUNCH_ERROR();
   return absl::OkStatus();
 }

@@ -16,6 +16,7 @@
 #include "engine/loading/gguf_file.h"
 #include "engine/loading/gguf_tokenizer.h"
 #include "engine/loading/model_loader.h"
+#include "nlohmann/json.hpp"
 
 namespace {
 

@@ -35,6 +35,12 @@ PrometheusStatsLogger::PrometheusStatsLogger(prometheus::Registry& r)
                                  "Requests queued or preempted, waiting for admission")),
       preemptions_total_(MakeCounter(r, "kvserve_preemptions_total",
                                     "Sequences preempted for lack of KV blocks")),
+      prefix_cache_queries_total_(
+          MakeCounter(r, "kvserve_prefix_cache_queries_total",
+                      "Tokens of admitted sequences looked up in the prefix cache")),
+      prefix_cache_hits_total_(
+          MakeCounter(r, "kvserve_prefix_cache_hits_total",
+                      "Tokens found in the prefix cache (K/V reused, not computed)")),
       prompt_tokens_total_(MakeCounter(r, "kvserve_prompt_tokens_total", "Prompt tokens admitted")),
       generation_tokens_total_(MakeCounter(r, "kvserve_generation_tokens_total", "Tokens generated")),
       steps_total_(MakeCounter(r, "kvserve_engine_steps_total", "Model steps run")),
@@ -59,6 +65,8 @@ void PrometheusStatsLogger::OnIteration(const IterationStats& s) {
   requests_running_.Set(s.num_running);
   requests_waiting_.Set(s.num_waiting);
   preemptions_total_.Increment(s.num_preemptions);
+  prefix_cache_queries_total_.Increment(s.prefix_cache_queried_tokens);
+  prefix_cache_hits_total_.Increment(s.prefix_cache_hit_tokens);
   prompt_tokens_total_.Increment(static_cast<double>(s.num_prompt_tokens));
   generation_tokens_total_.Increment(s.num_generation_tokens);
   if (s.ran_model_step) {

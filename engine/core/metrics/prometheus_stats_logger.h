@@ -25,6 +25,8 @@ class PrometheusStatsLogger final : public StatsObserver {
   prometheus::Gauge& requests_running_;
   prometheus::Gauge& requests_waiting_;
   prometheus::Counter& preemptions_total_;
+  prometheus::Counter& prefix_cache_queries_total_;  // tokens looked up at admission
+  prometheus::Counter& prefix_cache_hits_total_;     // of them, found cached
   prometheus::Counter& prompt_tokens_total_;
   prometheus::Counter& generation_tokens_total_;
   prometheus::Counter& steps_total_;
