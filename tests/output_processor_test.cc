@@ -70,7 +70,8 @@ class OutputProcessorTest : public ::testing::Test {
  protected:
   ByteTokenizer tokenizer_{300};
   Recorder recorder_;
-  OutputProcessor output_{&tokenizer_, &recorder_, [this](SeqId id) { recorder_.OnStopRequested(id); }};
+  OutputProcessor output_{&tokenizer_, &recorder_, [this](SeqId id) { recorder_.OnStopRequested(id); },
+                          [] {}};
 };
 
 TEST_F(OutputProcessorTest, StopStringFinishIsHeldUntilTheEngineLetsGo) {

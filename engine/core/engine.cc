@@ -59,7 +59,10 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineConfig& confi
   std::unique_ptr<Engine> engine(new Engine(config, std::move(model), std::move(backend), stats));
   RETURN_IF_ERROR(engine->Initialize());
   engine->output_ = std::make_unique<OutputProcessor>(
-      engine->source_.tokenizer.get(), stats, [e = engine.get()](SeqId id) { e->RequestStop(id); });
+      engine->source_.tokenizer.get(), stats, [e = engine.get()](SeqId id) { e->RequestStop(id); },
+      // A request counts as live until its client has seen the end, so the
+      // output backlog counts against the queue limit too.
+      [e = engine.get()] { e->live_requests_.fetch_sub(1); });
   engine->thread_ = std::thread([e = engine.get()] { e->Loop(); });
   return engine;
 }
@@ -392,7 +395,6 @@ void Engine::Abort(ActiveRequest& req, absl::Status status) {
 void Engine::Release(SeqId id) {
   scheduler_->Remove(id);
   active_.erase(id);
-  live_requests_.fetch_sub(1);
   NoteBlockUsage();
 }
 

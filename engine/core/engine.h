@@ -64,7 +64,7 @@ class Engine {
   const ModelInfo& info() const { return info_; }
   /// Null when the model has no tokenizer.
   const Tokenizer* tokenizer() const { return source_.tokenizer.get(); }
-  /// Requests submitted and not yet ended.
+  /// Requests submitted whose client has not yet seen the end (the output stage counts them down).
   int num_live_requests() const { return live_requests_.load(); }
   /// KV blocks held right now (read from the engine's last update).
   int num_used_blocks() const { return used_blocks_.load(); }

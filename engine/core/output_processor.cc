@@ -7,8 +7,12 @@
 namespace kvserve {
 
 OutputProcessor::OutputProcessor(const Tokenizer* tokenizer, StatsObserver* stats,
-                                 std::function<void(SeqId)> request_stop)
-    : tokenizer_(tokenizer), stats_(stats), request_stop_(std::move(request_stop)) {
+                                 std::function<void(SeqId)> request_stop,
+                                 std::function<void()> request_ended)
+    : tokenizer_(tokenizer),
+      stats_(stats),
+      request_stop_(std::move(request_stop)),
+      request_ended_(std::move(request_ended)) {
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -47,6 +51,7 @@ void OutputProcessor::Loop() {
   for (auto& [id, state] : requests_) {
     KV_LOG(ERROR) << "output stage stopped with request " << id << " unfinished";
     state.sink->OnAbort(absl::InternalError("the engine stopped without ending the request"));
+    request_ended_();
   }
   requests_.clear();
 }
@@ -141,6 +146,7 @@ void OutputProcessor::Handle(TokenSampled& event, IterationStats& stats) {
   std::shared_ptr<RequestSink> sink = std::move(req.sink);
   requests_.erase(it);
   sink->OnOutput(std::move(out));
+  request_ended_();
 }
 
 void OutputProcessor::Handle(RequestAborted& event) {
@@ -151,6 +157,7 @@ void OutputProcessor::Handle(RequestAborted& event) {
   std::shared_ptr<RequestSink> sink = std::move(it->second.sink);
   requests_.erase(it);
   sink->OnAbort(std::move(event.status));
+  request_ended_();
 }
 
 void OutputProcessor::Handle(StopApplied& event) {
@@ -166,6 +173,7 @@ bool OutputProcessor::DeliverHeld(SeqId id) {
   RequestOutput out = *std::move(it->second.held_final);
   requests_.erase(it);
   sink->OnOutput(std::move(out));
+  request_ended_();
   return true;
 }
 

@@ -30,9 +30,10 @@ class OutputProcessor {
  public:
   /// `tokenizer` (null: no text) and `stats` (null: none) are borrowed and must
   /// outlive this. `request_stop` is called on the output thread when a stop
-  /// string ends a request the engine still runs.
+  /// string ends a request the engine still runs; `request_ended` after a
+  /// request's sink saw its end.
   OutputProcessor(const Tokenizer* tokenizer, StatsObserver* stats,
-                  std::function<void(SeqId)> request_stop);
+                  std::function<void(SeqId)> request_stop, std::function<void()> request_ended);
   ~OutputProcessor();
   OutputProcessor(const OutputProcessor&) = delete;
   OutputProcessor& operator=(const OutputProcessor&) = delete;
@@ -70,6 +71,7 @@ class OutputProcessor {
   const Tokenizer* tokenizer_;
   StatsObserver* stats_;
   std::function<void(SeqId)> request_stop_;
+  std::function<void()> request_ended_;
 
   std::map<SeqId, RequestState> requests_;  // output thread only
 
