@@ -21,6 +21,7 @@ BUILD_PACKAGES=(
   nlohmann-json3-dev
   libpcre2-dev
   libedit-dev
+  libicu-dev
 )
 # Tests and tools: the Python client example/test, the load generator's plot,
 # and a virtualenv with PyPI's `tokenizers` for the tokenizer differential test.
@@ -33,7 +34,7 @@ TEST_PACKAGES=(
 # What the installed server binary links at run time (used by the Dockerfile).
 RUNTIME_PACKAGES=(
   libgrpc++1.51 libgrpc29 libprotobuf32 libabsl20220623 libopenblas0-pthread
-  libpcre2-8-0 libprometheus-cpp-core1.0 libcpp-httplib0.11 libedit2
+  libpcre2-8-0 libprometheus-cpp-core1.0 libcpp-httplib0.11 libedit2 libicu72
 )
 
 case "${1:-}" in

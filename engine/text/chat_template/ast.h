@@ -74,11 +74,15 @@ struct Stmt {
   std::vector<Body> bodies;        // kIf branches; [0] the body elsewhere
   Body else_body;                  // kFor else
   bool unpack = false;             // targets came as a tuple (`for a, b in ...`)
+  // kFor body / kMacro body: names that start undefined in each new scope
+  // (see scope_analysis.h).
+  std::vector<std::string> undefined_at_entry;
 };
 
 /// A parsed template.
 struct Program {
   Body body;
+  std::vector<std::string> undefined_at_entry;  // of the top-level scope
 };
 
 }  // namespace kvserve::chat_template

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/text/chat_template/arguments.h"
+#include "engine/text/chat_template/filters_internal.h"
 #include "engine/text/chat_template/interpreter.h"
 #include "engine/text/chat_template/json_dump.h"
 #include "engine/text/chat_template/methods.h"
@@ -17,91 +18,12 @@
 namespace kvserve::chat_template {
 namespace {
 
-using FilterFn = std::function<Value(Interpreter&, const Value&, CallArgs&)>;
 
 // jinja2 3.1's built-in filters that kvserve does not implement: templates
 // using them parse (as in jinja2) and fail when the filter runs.
-constexpr std::string_view kUnsupported[] = {
-    "batch",  "center",    "filesizeformat", "groupby",  "pprint",   "random",
-    "slice",  "striptags", "truncate",       "urlencode", "urlize",  "wordcount",
-    "wordwrap", "xmlattr"};
-
-// Follows a dotted attribute path ("function.name") the way jinja2's
-// make_attrgetter does: item lookup first, integers for numeric parts.
-Value GetPath(Interpreter& interp, Value value, const std::string& path) {
-  size_t start = 0;
-  while (true) {
-    size_t dot = path.find('.', start);
-    std::string part = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-    bool numeric = !part.empty() && std::all_of(part.begin(), part.end(), ::isdigit);
-    value = numeric ? interp.GetItem(value, Value(static_cast<int64_t>(std::stoll(part))))
-                    : interp.GetItem(value, Value(part));
-    if (dot == std::string::npos) return value;
-    start = dot + 1;
-  }
-}
-
-std::string AttributeArg(const BoundArgs& args, size_t i) {
-  const Value& v = args.Get(i);
-  if (v.is_int()) return absl::StrCat(v.as_int());
-  return args.String(i, "");
-}
-
-// select/reject/selectattr/rejectattr: `args` after the sequence are
-// [attribute,] test name, test arguments...
-Value SelectOrReject(Interpreter& interp, const Value& input, CallArgs& args, bool select,
-                     bool by_attribute, const char* filter_name) {
-  size_t next = 0;
-  std::string attribute;
-  if (by_attribute) {
-    if (args.positional.empty()) Fail(absl::StrCat(filter_name, "(): missing attribute name"));
-    const Value& a = args.positional[next++];
-    if (!a.is_string()) Fail(absl::StrCat(filter_name, "(): the attribute must be a string"));
-    attribute = a.as_string();
-  }
-  std::optional<std::string> test;
-  CallArgs test_args;
-  if (next < args.positional.size()) {
-    const Value& t = args.positional[next++];
-    if (!t.is_string()) Fail(absl::StrCat(filter_name, "(): the test name must be a string"));
-    test = t.as_string();
-    test_args.positional.assign(args.positional.begin() + next, args.positional.end());
-    test_args.keyword = args.keyword;
-  }
-  std::vector<Value> out;
-  for (const Value& item : Iterate(input)) {
-    Value subject = by_attribute ? GetPath(interp, item, attribute) : item;
-    CallArgs call = test_args;
-    bool passed = test ? interp.ApplyTest(*test, subject, call) : Truthy(subject);
-    if (passed == select) out.push_back(item);
-  }
-  return Value::MakeList(std::move(out), ListKind::kGenerator);
-}
-
-Value MapFilter(Interpreter& interp, const Value& input, CallArgs& args) {
-  std::vector<Value> out;
-  std::vector<Value> items = Iterate(input);
-  if (args.positional.empty()) {
-    BoundArgs bound("map", args, {"attribute", "default"});
-    std::string attribute = AttributeArg(bound, 0);
-    for (const Value& item : items) {
-      Value v = GetPath(interp, item, attribute);
-      if (v.is_undefined() && bound.Has(1)) v = bound.Get(1);
-      out.push_back(std::move(v));
-    }
-  } else {
-    const Value& name = args.positional[0];
-    if (!name.is_string()) Fail("map(): the filter name must be a string");
-    CallArgs rest;
-    rest.positional.assign(args.positional.begin() + 1, args.positional.end());
-    rest.keyword = args.keyword;
-    for (const Value& item : items) {
-      CallArgs call = rest;
-      out.push_back(interp.ApplyFilter(name.as_string(), item, call));
-    }
-  }
-  return Value::MakeList(std::move(out), ListKind::kGenerator);
-}
+constexpr std::string_view kUnsupported[] = {"filesizeformat", "groupby", "pprint",   "random",
+                                             "slice",          "striptags", "truncate", "urlencode",
+                                             "urlize",         "wordcount", "wordwrap", "xmlattr"};
 
 Value ToJsonFilter(Interpreter&, const Value& input, CallArgs& args) {
   BoundArgs bound("tojson", args, {"ensure_ascii", "indent", "separators", "sort_keys"});
@@ -115,7 +37,9 @@ Value ToJsonFilter(Interpreter&, const Value& input, CallArgs& args) {
   } else if (!indent.is_none() && !indent.is_undefined()) {
     Fail(absl::StrCat("tojson(): indent must be an integer or a string, not ", indent.TypeName()));
   }
-  if (options.indent) options.item_separator = ",";
+  // json.dumps drops the space after "," when indenting. (Move-assigned: GCC
+  // 12 warns falsely (-Wrestrict) about assigning the literal here.)
+  if (options.indent) options.item_separator = std::string(1, ',');
   const Value& separators = bound.Get(2);
   if (separators.is_list()) {
     const auto& items = separators.as_list().items;
@@ -136,7 +60,10 @@ std::string JinjaTitle(const std::string& s) {
   std::string out;
   std::string word;
   auto flush = [&] {
-    if (!word.empty()) out += PyUpper(word.substr(0, 1)) + PyLower(word.substr(1));
+    if (!word.empty()) {
+      size_t first_end = CodepointOffsets(word)[1];
+      out += PyUpper(word.substr(0, first_end)) + PyLower(word.substr(first_end));
+    }
     word.clear();
   };
   for (char c : s) {
@@ -199,14 +126,6 @@ double PyRound(double x, int64_t digits) {
   return rounded;
 }
 
-// The key that sort/unique/min/max compare: lower-cased strings unless case
-// sensitive, the attribute's value when one is named.
-Value SortKey(Interpreter& interp, const Value& item, const std::string& attribute, bool case_sensitive) {
-  Value key = attribute.empty() ? item : GetPath(interp, item, attribute);
-  if (!case_sensitive && key.is_string()) return Value(PyLower(key.as_string()));
-  return key;
-}
-
 std::optional<int64_t> ParseInt(std::string s) {
   s = PyStrip(s, std::nullopt, true, true);
   s.erase(std::remove(s.begin(), s.end(), '_'), s.end());
@@ -229,8 +148,9 @@ std::optional<double> ParseFloat(const std::string& text) {
   return v;
 }
 
-const std::map<std::string_view, FilterFn>& Filters() {
-  static const auto* filters = new std::map<std::string_view, FilterFn>{
+const FilterMap& Filters() {
+  static const FilterMap* filters = [] {
+    auto* map = new FilterMap{
       {"abs", [](Interpreter&, const Value& v, CallArgs& a) {
          BoundArgs("abs", a, {});
          FailIfUndefined(v);
@@ -242,6 +162,16 @@ const std::map<std::string_view, FilterFn>& Filters() {
          BoundArgs b("attr", a, {"name"});
          return interp.GetAttr(v, b.String(0, ""));
        }},
+      {"center", [](Interpreter&, const Value& v, CallArgs& a) {
+         BoundArgs b("center", a, {"width"});
+         std::string s = ToStr(v);
+         int64_t width = b.Int(0, 80);
+         int64_t margin = width - static_cast<int64_t>(CountCodepoints(s));
+         if (margin <= 0) return Value(s);
+         // CPython's str.center puts the odd space on the left when width is odd.
+         int64_t left = margin / 2 + (margin & width & 1);
+         return Value(std::string(left, ' ') + s + std::string(margin - left, ' '));
+       }},
       {"capitalize", [](Interpreter&, const Value& v, CallArgs& a) {
          BoundArgs("capitalize", a, {});
          return Value(PyCapitalize(ToStr(v)));
@@ -251,32 +181,9 @@ const std::map<std::string_view, FilterFn>& Filters() {
          bool use_default = v.is_undefined() || (b.Bool(1, false) && !Truthy(v));
          return use_default ? b.GetOr(0, Value("")) : v;
        }},
-      {"dictsort", [](Interpreter& interp, const Value& v, CallArgs& a) {
-         BoundArgs b("dictsort", a, {"case_sensitive", "by", "reverse"});
-         if (!v.is_dict()) Fail("dictsort(): you can only sort a mapping");
-         std::string by = b.String(1, "key");
-         if (by != "key" && by != "value") Fail("dictsort(): 'by' must be 'key' or 'value'");
-         bool case_sensitive = b.Bool(0, false);
-         std::vector<Value> pairs;
-         for (const auto& [k, val] : v.as_dict().entries) {
-           pairs.push_back(Value::MakeList({Value(k), val}, ListKind::kTuple));
-         }
-         size_t index = by == "key" ? 0 : 1;
-         std::stable_sort(pairs.begin(), pairs.end(), [&](const Value& x, const Value& y) {
-           return Compare(SortKey(interp, x.as_list().items[index], "", case_sensitive),
-                          SortKey(interp, y.as_list().items[index], "", case_sensitive), "<");
-         });
-         if (b.Bool(2, false)) std::reverse(pairs.begin(), pairs.end());
-         return Value::MakeList(std::move(pairs));
-       }},
       {"escape", [](Interpreter&, const Value& v, CallArgs& a) {
          BoundArgs("escape", a, {});
          return Value(Escape(ToStr(v)));
-       }},
-      {"first", [](Interpreter&, const Value& v, CallArgs& a) {
-         BoundArgs("first", a, {});
-         std::vector<Value> items = Iterate(v);
-         return items.empty() ? Value::MakeUndefined("no first item, sequence was empty") : items.front();
        }},
       {"float", [](Interpreter&, const Value& v, CallArgs& a) {
          BoundArgs b("float", a, {"default"});
@@ -304,6 +211,11 @@ const std::map<std::string_view, FilterFn>& Filters() {
        }},
       {"indent", [](Interpreter&, const Value& v, CallArgs& a) {
          BoundArgs b("indent", a, {"width", "first", "blank"});
+         // jinja2 appends "\n" to its input, which only a string allows.
+         if (!v.is_string()) {
+           FailIfUndefined(v);
+           Fail(absl::StrCat("indent(): expected a string, got ", v.TypeName()));
+         }
          Value width = b.GetOr(0, Value(4));
          if (!width.is_string() && !width.is_int() && !width.is_bool()) {
            Fail("indent(): width must be an integer or a string");
@@ -328,94 +240,14 @@ const std::map<std::string_view, FilterFn>& Filters() {
          }
          return b.GetOr(0, Value(0));
        }},
-      {"items", [](Interpreter&, const Value& v, CallArgs& a) {
-         BoundArgs("items", a, {});
-         std::vector<Value> pairs;
-         if (v.is_undefined()) return Value::MakeList({}, ListKind::kGenerator);
-         if (!v.is_dict()) Fail("items(): can only get item pairs from a mapping");
-         for (const auto& [k, val] : v.as_dict().entries) {
-           pairs.push_back(Value::MakeList({Value(k), val}, ListKind::kTuple));
-         }
-         return Value::MakeList(std::move(pairs), ListKind::kGenerator);
-       }},
-      {"join", [](Interpreter& interp, const Value& v, CallArgs& a) {
-         BoundArgs b("join", a, {"d", "attribute"});
-         std::string separator = ToStr(b.GetOr(0, Value("")));
-         std::vector<std::string> parts;
-         for (const Value& item : Iterate(v)) {
-           parts.push_back(ToStr(b.Has(1) ? GetPath(interp, item, AttributeArg(b, 1)) : item));
-         }
-         return Value(absl::StrJoin(parts, separator));
-       }},
-      {"last", [](Interpreter&, const Value& v, CallArgs& a) {
-         BoundArgs("last", a, {});
-         if (v.is_list() && v.as_list().kind == ListKind::kGenerator) {
-           Fail("last(): 'generator' object is not reversible");
-         }
-         std::vector<Value> items = Iterate(v);
-         return items.empty() ? Value::MakeUndefined("no last item, sequence was empty") : items.back();
-       }},
-      {"length", [](Interpreter&, const Value& v, CallArgs& a) {
-         BoundArgs("length", a, {});
-         return Value(Length(v));
-       }},
-      {"list", [](Interpreter&, const Value& v, CallArgs& a) {
-         BoundArgs("list", a, {});
-         return Value::MakeList(Iterate(v));
-       }},
       {"lower", [](Interpreter&, const Value& v, CallArgs& a) {
          BoundArgs("lower", a, {});
          return Value(PyLower(ToStr(v)));
-       }},
-      {"map", MapFilter},
-      {"max", [](Interpreter& interp, const Value& v, CallArgs& a) {
-         BoundArgs b("max", a, {"case_sensitive", "attribute"});
-         std::vector<Value> items = Iterate(v);
-         if (items.empty()) return Value::MakeUndefined("no largest item, sequence was empty");
-         std::string attribute = b.Has(1) ? AttributeArg(b, 1) : "";
-         bool cs = b.Bool(0, false);
-         size_t best = 0;
-         for (size_t i = 1; i < items.size(); ++i) {
-           if (Compare(SortKey(interp, items[i], attribute, cs), SortKey(interp, items[best], attribute, cs), ">")) best = i;
-         }
-         return items[best];
-       }},
-      {"min", [](Interpreter& interp, const Value& v, CallArgs& a) {
-         BoundArgs b("min", a, {"case_sensitive", "attribute"});
-         std::vector<Value> items = Iterate(v);
-         if (items.empty()) return Value::MakeUndefined("no smallest item, sequence was empty");
-         std::string attribute = b.Has(1) ? AttributeArg(b, 1) : "";
-         bool cs = b.Bool(0, false);
-         size_t best = 0;
-         for (size_t i = 1; i < items.size(); ++i) {
-           if (Compare(SortKey(interp, items[i], attribute, cs), SortKey(interp, items[best], attribute, cs), "<")) best = i;
-         }
-         return items[best];
-       }},
-      {"reject", [](Interpreter& interp, const Value& v, CallArgs& a) {
-         return SelectOrReject(interp, v, a, false, false, "reject");
-       }},
-      {"rejectattr", [](Interpreter& interp, const Value& v, CallArgs& a) {
-         return SelectOrReject(interp, v, a, false, true, "rejectattr");
        }},
       {"replace", [](Interpreter&, const Value& v, CallArgs& a) {
          BoundArgs b("replace", a, {"old", "new", "count"});
          int64_t count = b.Has(2) && !b.Get(2).is_none() ? b.Int(2, -1) : -1;
          return Value(PyReplace(ToStr(v), ToStr(b.Get(0)), ToStr(b.Get(1)), count));
-       }},
-      {"reverse", [](Interpreter&, const Value& v, CallArgs& a) {
-         BoundArgs("reverse", a, {});
-         if (v.is_string()) {
-           std::vector<std::string> chars = SplitCodepoints(v.as_string());
-           std::reverse(chars.begin(), chars.end());
-           return Value(absl::StrJoin(chars, ""));
-         }
-         if (v.is_list() && v.as_list().kind == ListKind::kGenerator) {
-           Fail("reverse(): argument is not reversible");
-         }
-         std::vector<Value> items = Iterate(v);
-         std::reverse(items.begin(), items.end());
-         return Value::MakeList(std::move(items), ListKind::kGenerator);
        }},
       {"round", [](Interpreter&, const Value& v, CallArgs& a) {
          BoundArgs b("round", a, {"precision", "method"});
@@ -424,7 +256,8 @@ const std::map<std::string_view, FilterFn>& Filters() {
          int64_t precision = b.Int(0, 0);
          std::string method = b.String(1, "common");
          double x = v.as_double();
-         if (method == "common") return Value(PyRound(x, precision));
+         // round() of an int (or bool) is an int in Python.
+         if (method == "common") return v.is_float() ? Value(PyRound(x, precision)) : Value(v.as_integral());
          double scale = std::pow(10.0, static_cast<double>(precision));
          if (method == "ceil") return Value(std::ceil(x * scale) / scale);
          if (method == "floor") return Value(std::floor(x * scale) / scale);
@@ -434,42 +267,9 @@ const std::map<std::string_view, FilterFn>& Filters() {
          BoundArgs("safe", a, {});
          return Value(ToStr(v));
        }},
-      {"select", [](Interpreter& interp, const Value& v, CallArgs& a) {
-         return SelectOrReject(interp, v, a, true, false, "select");
-       }},
-      {"selectattr", [](Interpreter& interp, const Value& v, CallArgs& a) {
-         return SelectOrReject(interp, v, a, true, true, "selectattr");
-       }},
-      {"sort", [](Interpreter& interp, const Value& v, CallArgs& a) {
-         BoundArgs b("sort", a, {"reverse", "case_sensitive", "attribute"});
-         std::vector<Value> items = Iterate(v);
-         std::string attribute = b.Has(2) ? AttributeArg(b, 2) : "";
-         bool cs = b.Bool(1, false);
-         bool reverse = b.Bool(0, false);
-         std::stable_sort(items.begin(), items.end(), [&](const Value& x, const Value& y) {
-           return Compare(SortKey(interp, reverse ? y : x, attribute, cs),
-                          SortKey(interp, reverse ? x : y, attribute, cs), "<");
-         });
-         return Value::MakeList(std::move(items));
-       }},
       {"string", [](Interpreter&, const Value& v, CallArgs& a) {
          BoundArgs("string", a, {});
          return Value(ToStr(v));
-       }},
-      {"sum", [](Interpreter& interp, const Value& v, CallArgs& a) {
-         BoundArgs b("sum", a, {"attribute", "start"});
-         Value total = b.GetOr(1, Value(0));
-         for (const Value& item : Iterate(v)) {
-           Value x = b.Has(0) ? GetPath(interp, item, AttributeArg(b, 0)) : item;
-           FailIfUndefined(x);
-           if (!x.is_number() || !total.is_number()) Fail("sum(): can only add numbers");
-           if (x.is_float() || total.is_float()) {
-             total = Value(total.as_double() + x.as_double());
-           } else {
-             total = Value(total.as_integral() + x.as_integral());
-           }
-         }
-         return total;
        }},
       {"title", [](Interpreter&, const Value& v, CallArgs& a) {
          BoundArgs("title", a, {});
@@ -480,25 +280,14 @@ const std::map<std::string_view, FilterFn>& Filters() {
          BoundArgs b("trim", a, {"chars"});
          return Value(PyStrip(ToStr(v), b.OptionalString(0), true, true));
        }},
-      {"unique", [](Interpreter& interp, const Value& v, CallArgs& a) {
-         BoundArgs b("unique", a, {"case_sensitive", "attribute"});
-         std::string attribute = b.Has(1) ? AttributeArg(b, 1) : "";
-         bool cs = b.Bool(0, false);
-         std::vector<Value> seen, out;
-         for (const Value& item : Iterate(v)) {
-           Value key = SortKey(interp, item, attribute, cs);
-           bool dup = std::any_of(seen.begin(), seen.end(), [&](const Value& s) { return Equal(s, key); });
-           if (dup) continue;
-           seen.push_back(key);
-           out.push_back(item);
-         }
-         return Value::MakeList(std::move(out), ListKind::kGenerator);
-       }},
       {"upper", [](Interpreter&, const Value& v, CallArgs& a) {
          BoundArgs("upper", a, {});
          return Value(PyUpper(ToStr(v)));
        }},
-  };
+    };
+    AddSequenceFilters(*map);
+    return map;
+  }();
   return *filters;
 }
 

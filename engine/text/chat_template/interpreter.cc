@@ -6,6 +6,7 @@
 #include "engine/text/chat_template/filters.h"
 #include "engine/text/chat_template/globals.h"
 #include "engine/text/chat_template/methods.h"
+#include "engine/text/chat_template/operators.h"
 #include "engine/text/chat_template/py_string.h"
 #include "engine/text/chat_template/tests.h"
 
@@ -15,73 +16,28 @@ namespace {
 // Python's recursion limit stops runaway macros with an error; so do we,
 // well before the C++ stack runs out.
 constexpr int kMaxCallDepth = 200;
-// Bounds `'x' * n` and friends, which could otherwise exhaust memory.
-constexpr size_t kMaxStringBytes = size_t{64} << 20;
-
-[[noreturn]] void FailOperands(const std::string& op, const Value& a, const Value& b) {
-  FailIfUndefined(a);
-  FailIfUndefined(b);
-  Fail(absl::StrCat("unsupported operand type(s) for ", op, ": '", a.TypeName(), "' and '",
-                    b.TypeName(), "'"));
-}
 
 bool IsIntegral(const Value& v) { return v.is_int() || v.is_bool(); }
 
-// Python ints are unbounded; ours are 64-bit and overflow is an error.
-template <typename Op>
-int64_t CheckedInt(Op op, int64_t a, int64_t b) {
-  int64_t out;
-  if (op(a, b, &out)) Fail("integer overflow (kvserve integers are 64-bit)");
-  return out;
+// Starts a scope with the names jinja2 makes its own undefined variables
+// (scope_analysis.h).
+void DeclareUndefined(const std::vector<std::string>& names, Frame& frame) {
+  for (const std::string& name : names) frame.Set(name, Value::MakeUndefined(name));
 }
-constexpr auto kAdd = [](int64_t a, int64_t b, int64_t* out) { return __builtin_add_overflow(a, b, out); };
-constexpr auto kSub = [](int64_t a, int64_t b, int64_t* out) { return __builtin_sub_overflow(a, b, out); };
-constexpr auto kMul = [](int64_t a, int64_t b, int64_t* out) { return __builtin_mul_overflow(a, b, out); };
 
-Value Repeat(const std::vector<Value>& items, ListKind kind, int64_t times) {
-  std::vector<Value> out;
-  if (times > 0) {
-    if (items.size() * static_cast<size_t>(times) > kMaxStringBytes) Fail("repetition too large");
-    for (int64_t i = 0; i < times; ++i) out.insert(out.end(), items.begin(), items.end());
+bool HoldsReference(const Value& value) {
+  if (value.is_namespace() || value.is_callable()) return true;
+  if (value.is_list()) {
+    for (const Value& item : value.as_list().items) {
+      if (HoldsReference(item)) return true;
+    }
   }
-  return Value::MakeList(std::move(out), kind);
-}
-
-std::string RepeatString(const std::string& s, int64_t times) {
-  std::string out;
-  if (times <= 0) return out;
-  if (s.size() * static_cast<size_t>(times) > kMaxStringBytes) Fail("repetition too large");
-  for (int64_t i = 0; i < times; ++i) out += s;
-  return out;
-}
-
-// Python's slice.indices(): clamps start/stop for a sequence of length n.
-std::vector<int64_t> SliceIndices(int64_t n, const Value& start_v, const Value& stop_v,
-                                  const Value& step_v) {
-  auto as_index = [](const Value& v, const char* what) -> std::optional<int64_t> {
-    if (v.is_none() || v.is_undefined()) return std::nullopt;
-    if (!IsIntegral(v)) Fail(absl::StrCat("slice ", what, " must be an integer or None, not ", v.TypeName()));
-    return v.as_integral();
-  };
-  int64_t step = as_index(step_v, "step").value_or(1);
-  if (step == 0) Fail("slice step cannot be zero");
-  std::optional<int64_t> start = as_index(start_v, "start");
-  std::optional<int64_t> stop = as_index(stop_v, "stop");
-  auto clamp = [&](int64_t i, bool forward) {
-    if (i < 0) i += n;
-    if (forward) return std::clamp<int64_t>(i, 0, n);
-    return std::clamp<int64_t>(i, -1, n - 1);
-  };
-  bool forward = step > 0;
-  int64_t lo = start ? clamp(*start, forward) : (forward ? 0 : n - 1);
-  int64_t hi = stop ? clamp(*stop, forward) : (forward ? n : -1);
-  std::vector<int64_t> out;
-  if (forward) {
-    for (int64_t i = lo; i < hi; i += step) out.push_back(i);
-  } else {
-    for (int64_t i = lo; i > hi; i += step) out.push_back(i);
+  if (value.is_dict()) {
+    for (const auto& [k, v] : value.as_dict().entries) {
+      if (HoldsReference(v)) return true;
+    }
   }
-  return out;
+  return false;
 }
 
 }  // namespace
@@ -108,6 +64,7 @@ void Frame::Set(const std::string& name, Value value) {
 Interpreter::Interpreter(const Program& program, Dict context) : program_(program) {
   root_ = &NewFrame(nullptr);
   root_->vars = std::move(context.entries);
+  DeclareUndefined(program.undefined_at_entry, *root_);
 }
 
 Frame& Interpreter::NewFrame(Frame* parent) {
@@ -179,6 +136,13 @@ void Interpreter::ExecSet(const Stmt& stmt, Frame& frame) {
     Fail(absl::StrCat("line ", stmt.line, ": cannot assign attribute on non-namespace object '",
                       stmt.targets[0], "'"));
   }
+  // A namespace holding a namespace or a function could close a reference
+  // cycle (ns.self = ns), which shared ownership would leak; templates never
+  // need either, so both are refused.
+  if (HoldsReference(value)) {
+    Fail(absl::StrCat("line ", stmt.line, ": a namespace attribute cannot hold a namespace or a function (",
+                      stmt.targets[0], ".", stmt.name, ")"));
+  }
   target.as_namespace().attributes.Set(stmt.name, std::move(value));
 }
 
@@ -192,6 +156,7 @@ void Interpreter::ExecFor(const Stmt& stmt, Frame& frame, std::string& out) {
     std::vector<Value> kept;
     for (Value& item : items) {
       scope.vars.clear();
+      DeclareUndefined(stmt.undefined_at_entry, scope);
       Assign(stmt, scope, item);
       if (Truthy(Eval(*stmt.filter, scope))) kept.push_back(std::move(item));
     }
@@ -200,6 +165,7 @@ void Interpreter::ExecFor(const Stmt& stmt, Frame& frame, std::string& out) {
   const int64_t n = static_cast<int64_t>(items.size());
   for (int64_t i = 0; i < n; ++i) {
     scope.vars.clear();
+    DeclareUndefined(stmt.undefined_at_entry, scope);
     Dict loop;
     loop.Set("index", Value(i + 1));
     loop.Set("index0", Value(i));
@@ -239,6 +205,7 @@ Value Interpreter::MakeMacro(const Stmt& stmt, Frame& frame) {
                         ") exceeded"));
     }
     Frame& scope = interp.NewFrame(closure);
+    DeclareUndefined(macro->undefined_at_entry, scope);
     std::vector<bool> given(n, false);
     for (size_t i = 0; i < args.positional.size(); ++i) {
       scope.Set(macro->targets[i], args.positional[i]);
@@ -323,9 +290,9 @@ Value Interpreter::Eval(const Expr& expr, Frame& frame) {
       CallArgs args = EvalArgs(expr, 1, frame);
       return Value(ApplyTest(expr.name, input, args) != expr.negated);
     }
-    case ExprKind::kUnary: return EvalUnary(expr.name, Eval(*expr.children[0], frame));
+    case ExprKind::kUnary: return UnaryOp(expr.name, Eval(*expr.children[0], frame));
     case ExprKind::kBinary:
-      return EvalBinary(expr.name, Eval(*expr.children[0], frame), Eval(*expr.children[1], frame));
+      return BinaryOp(expr.name, Eval(*expr.children[0], frame), Eval(*expr.children[1], frame));
     case ExprKind::kAnd: {
       Value left = Eval(*expr.children[0], frame);
       return Truthy(left) ? Eval(*expr.children[1], frame) : left;
@@ -442,97 +409,6 @@ Value Interpreter::ApplyFilter(const std::string& name, const Value& input, Call
 
 bool Interpreter::ApplyTest(const std::string& name, const Value& input, CallArgs& args) {
   return RunTest(*this, name, input, args);
-}
-
-Value Interpreter::EvalUnary(const std::string& op, const Value& operand) {
-  if (op == "not") return Value(!Truthy(operand));
-  FailIfUndefined(operand);
-  if (!operand.is_number()) {
-    Fail(absl::StrCat("bad operand type for unary ", op, ": '", operand.TypeName(), "'"));
-  }
-  if (op == "+") return operand.is_float() ? operand : Value(operand.as_integral());
-  if (operand.is_float()) return Value(-operand.as_float());
-  return Value(CheckedInt(kSub, 0, operand.as_integral()));
-}
-
-Value Interpreter::EvalBinary(const std::string& op, const Value& a, const Value& b) {
-  if (op == "~") return Value(ToStr(a) + ToStr(b));
-  const bool numbers = a.is_number() && b.is_number();
-  const bool ints = IsIntegral(a) && IsIntegral(b);
-  if (op == "+") {
-    if (ints) {
-      return Value(CheckedInt(kAdd, a.as_integral(), b.as_integral()));
-    }
-    if (numbers) return Value(a.as_double() + b.as_double());
-    if (a.is_string() && b.is_string()) return Value(a.as_string() + b.as_string());
-    if (a.is_list() && b.is_list() && a.as_list().kind == b.as_list().kind &&
-        (a.as_list().kind == ListKind::kList || a.as_list().kind == ListKind::kTuple)) {
-      std::vector<Value> items = a.as_list().items;
-      items.insert(items.end(), b.as_list().items.begin(), b.as_list().items.end());
-      return Value::MakeList(std::move(items), a.as_list().kind);
-    }
-    FailOperands(op, a, b);
-  }
-  if (op == "-") {
-    if (ints) {
-      return Value(CheckedInt(kSub, a.as_integral(), b.as_integral()));
-    }
-    if (numbers) return Value(a.as_double() - b.as_double());
-    FailOperands(op, a, b);
-  }
-  if (op == "*") {
-    if (ints) {
-      return Value(CheckedInt(kMul, a.as_integral(), b.as_integral()));
-    }
-    if (numbers) return Value(a.as_double() * b.as_double());
-    if (a.is_string() && IsIntegral(b)) return Value(RepeatString(a.as_string(), b.as_integral()));
-    if (IsIntegral(a) && b.is_string()) return Value(RepeatString(b.as_string(), a.as_integral()));
-    if (a.is_list() && IsIntegral(b) && a.as_list().kind != ListKind::kGenerator &&
-        a.as_list().kind != ListKind::kView) {
-      return Repeat(a.as_list().items, a.as_list().kind, b.as_integral());
-    }
-    FailOperands(op, a, b);
-  }
-  if (op == "/") {
-    if (!numbers) FailOperands(op, a, b);
-    if (b.as_double() == 0.0) Fail("division by zero");
-    return Value(a.as_double() / b.as_double());
-  }
-  if (op == "//" || op == "%") {
-    if (op == "%" && a.is_string()) return Value(PercentFormat(a.as_string(), b));
-    if (!numbers) FailOperands(op, a, b);
-    if (b.as_double() == 0.0) Fail(op == "%" ? "modulo by zero" : "integer division or modulo by zero");
-    if (ints) {
-      int64_t x = a.as_integral(), y = b.as_integral();
-      if (x == INT64_MIN && y == -1) Fail("integer overflow (kvserve integers are 64-bit)");
-      int64_t q = x / y, r = x % y;
-      if (r != 0 && ((r < 0) != (y < 0))) {
-        q -= 1;
-        r += y;
-      }
-      return op == "//" ? Value(q) : Value(r);
-    }
-    double x = a.as_double(), y = b.as_double();
-    double r = std::fmod(x, y);
-    if (r != 0 && ((r < 0) != (y < 0))) r += y;
-    if (op == "%") return Value(r);
-    return Value(std::floor((x - r) / y + 0.0));
-  }
-  if (op == "**") {
-    if (!numbers) FailOperands(op, a, b);
-    if (ints && b.as_integral() >= 0) {
-      int64_t base = a.as_integral(), exponent = b.as_integral(), result = 1;
-      if (base == 0 || base == 1) return Value(exponent == 0 ? int64_t{1} : base);
-      if (base == -1) return Value(exponent % 2 == 0 ? int64_t{1} : int64_t{-1});
-      // |base| >= 2 overflows within 64 multiplications.
-      for (int64_t e = exponent; e > 0; --e) {
-        if (__builtin_mul_overflow(result, base, &result)) Fail("integer overflow (kvserve integers are 64-bit)");
-      }
-      return Value(result);
-    }
-    return Value(std::pow(a.as_double(), b.as_double()));
-  }
-  Fail(absl::StrCat("unknown operator ", op));
 }
 
 }  // namespace kvserve::chat_template

@@ -50,8 +50,6 @@ class Interpreter {
   void ExecSet(const Stmt& stmt, Frame& frame);
   void Assign(const Stmt& stmt, Frame& frame, Value value);
   Value MakeMacro(const Stmt& stmt, Frame& frame);
-  Value EvalBinary(const std::string& op, const Value& left, const Value& right);
-  Value EvalUnary(const std::string& op, const Value& operand);
   Value EvalSlice(const Expr& expr, Frame& frame);
   CallArgs EvalArgs(const Expr& expr, size_t first_arg, Frame& frame);
   Value Lookup(const std::string& name, Frame& frame);

@@ -9,7 +9,12 @@
 
 namespace kvserve::chat_template {
 
-Value FromJson(const nlohmann::ordered_json& json) {
+namespace {
+
+Value FromJsonAt(const nlohmann::ordered_json& json, int depth) {
+  if (depth > kMaxValueNesting) {
+    Fail(absl::StrCat("template variables nest more than ", kMaxValueNesting, " levels deep"));
+  }
   switch (json.type()) {
     case nlohmann::ordered_json::value_t::null: return Value::MakeNone();
     case nlohmann::ordered_json::value_t::boolean: return Value(json.get<bool>());
@@ -24,17 +29,21 @@ Value FromJson(const nlohmann::ordered_json& json) {
     case nlohmann::ordered_json::value_t::array: {
       std::vector<Value> items;
       items.reserve(json.size());
-      for (const auto& item : json) items.push_back(FromJson(item));
+      for (const auto& item : json) items.push_back(FromJsonAt(item, depth + 1));
       return Value::MakeList(std::move(items));
     }
     case nlohmann::ordered_json::value_t::object: {
       Dict dict;
-      for (const auto& [key, item] : json.items()) dict.Set(key, FromJson(item));
+      for (const auto& [key, item] : json.items()) dict.Set(key, FromJsonAt(item, depth + 1));
       return Value::MakeDict(std::move(dict));
     }
     default: Fail("binary values are not supported in template variables");
   }
 }
+
+}  // namespace
+
+Value FromJson(const nlohmann::ordered_json& json) { return FromJsonAt(json, 1); }
 
 namespace {
 

@@ -190,6 +190,7 @@ class Lexer {
   bool LexTag(bool is_print) {
     std::string_view marker = is_print ? "}}" : "%}";
     tokens_.push_back({is_print ? TokenType::kPrintBegin : TokenType::kBlockBegin, "", line_});
+    open_brackets_ = 0;
     while (true) {
       while (pos_ < src_.size() && IsSpace(src_[pos_])) {
         line_ += src_[pos_] == '\n';
@@ -199,9 +200,11 @@ class Lexer {
         Error(is_print ? "unexpected end of template, expected '}}'"
                        : "unexpected end of template, expected '%}'");
       }
-      bool at_end = src_.compare(pos_, 2, marker) == 0 ||
+      // As in jinja2, `}}` or `%}` ends the tag only outside brackets, so
+      // {{ {'a': {'b': 1}} }} is one dict.
+      bool at_end = open_brackets_ == 0 && (src_.compare(pos_, 2, marker) == 0 ||
                     (src_[pos_] == '-' && src_.compare(pos_ + 1, 2, marker) == 0) ||
-                    (!is_print && src_[pos_] == '+' && src_.compare(pos_ + 1, 2, marker) == 0);
+                    (!is_print && src_[pos_] == '+' && src_.compare(pos_ + 1, 2, marker) == 0));
       if (at_end) {
         int line = line_;
         bool newline = ConsumeEnd(marker, /*trim_newline=*/!is_print);
@@ -230,6 +233,8 @@ class Lexer {
         return;
       }
     }
+    if (c == '(' || c == '[' || c == '{') ++open_brackets_;
+    if ((c == ')' || c == ']' || c == '}') && open_brackets_ > 0) --open_brackets_;
     if (std::string_view("+-*/%~[](){}<>=.:|,;").find(c) != std::string_view::npos) {
       Emit(TokenType::kOperator, std::string(1, c));
       ++pos_;
@@ -325,6 +330,7 @@ class Lexer {
 
   std::string src_;
   size_t pos_ = 0;
+  int open_brackets_ = 0;  // inside the current tag
   int line_ = 1;
   std::vector<Token> tokens_;
 };

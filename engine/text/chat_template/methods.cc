@@ -63,11 +63,6 @@ std::optional<Value> StringMethod(const Value& self, const std::string& name) {
       return fn(s.as_string());
     });
   };
-  auto all_chars = [&](std::function<bool(char)> pred) {
-    return no_args([pred = std::move(pred)](const std::string& s) {
-      return Value(!s.empty() && std::all_of(s.begin(), s.end(), [&](char c) { return pred(c); }));
-    });
-  };
   if (name == "strip") return strip(true, true);
   if (name == "lstrip") return strip(true, false);
   if (name == "rstrip") return strip(false, true);
@@ -94,25 +89,15 @@ std::optional<Value> StringMethod(const Value& self, const std::string& name) {
   if (name == "lower") return no_args([](const std::string& s) { return Value(PyLower(s)); });
   if (name == "title") return no_args([](const std::string& s) { return Value(PyTitle(s)); });
   if (name == "capitalize") return no_args([](const std::string& s) { return Value(PyCapitalize(s)); });
-  if (name == "isdigit") return all_chars([](char c) { return c >= '0' && c <= '9'; });
-  if (name == "isalpha") return all_chars([](char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; });
-  if (name == "isalnum") return all_chars([](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; });
+  if (name == "isdigit") return no_args([](const std::string& s) { return Value(PyIsDigit(s)); });
+  if (name == "isalpha") return no_args([](const std::string& s) { return Value(PyIsAlpha(s)); });
   if (name == "isspace") {
     return no_args([](const std::string& s) {
       return Value(!s.empty() && PyStrip(s, std::nullopt, true, true).empty());
     });
   }
-  if (name == "islower" || name == "isupper") {
-    bool upper = name == "isupper";
-    return no_args([upper](const std::string& s) {
-      bool cased = false;
-      for (char c : s) {
-        if ((c >= 'a' && c <= 'z' && upper) || (c >= 'A' && c <= 'Z' && !upper)) return Value(false);
-        cased |= std::isalpha(static_cast<unsigned char>(c)) != 0;
-      }
-      return Value(cased);
-    });
-  }
+  if (name == "islower") return no_args([](const std::string& s) { return Value(PyIsLower(s)); });
+  if (name == "isupper") return no_args([](const std::string& s) { return Value(PyIsUpper(s)); });
   if (name == "replace") {
     return Bind(self, name, [](const Value& s, CallArgs& a) {
       BoundArgs b("replace", a, {"old", "new", "count"});
@@ -361,7 +346,10 @@ std::string PercentFormat(const std::string& format, const Value& args) {
       default: Fail(absl::StrCat("unsupported format character '", std::string(1, conv), "'"));
     }
   }
-  if (next < positional.size() && !args.is_dict()) Fail("not all arguments converted during string formatting");
+  // Python treats any non-tuple, non-str argument with __getitem__ (a dict, a
+  // list) as a mapping, and leftover mappings are no error.
+  bool mapping_like = args.is_dict() || (args.is_list() && args.as_list().kind == ListKind::kList);
+  if (next < positional.size() && !mapping_like) Fail("not all arguments converted during string formatting");
   return out;
 }
 

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "unicode/uchar.h"
+#include "unicode/ustring.h"
+
 namespace kvserve::chat_template {
 namespace {
 
@@ -38,8 +41,6 @@ std::vector<Piece> Decode(std::string_view s) {
   }
   return out;
 }
-
-bool IsAsciiLetter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 
 }  // namespace
 
@@ -199,47 +200,110 @@ std::string PyReplace(std::string_view s, std::string_view old_text, std::string
   return out;
 }
 
-// Case mapping covers ASCII only (documented in docs/chat_templates.md):
-// chat templates upper/lower role names and keywords, not free text.
-std::string PyUpper(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) {
-    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
-  }
+// Case mapping is Unicode's full mapping through ICU, as Python's str does
+// ("ß".upper() is "SS"); title() and capitalize() follow CPython's loops.
+namespace {
+
+std::u16string ToUtf16(std::string_view s) {
+  std::u16string out(s.size() + 1, u'\0');
+  int32_t length = 0;
+  UErrorCode status = U_ZERO_ERROR;
+  u_strFromUTF8WithSub(out.data(), static_cast<int32_t>(out.size()), &length, s.data(),
+                       static_cast<int32_t>(s.size()), 0xFFFD, nullptr, &status);
+  out.resize(U_SUCCESS(status) ? length : 0);
   return out;
 }
 
-std::string PyLower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
+std::string ToUtf8(const std::u16string& s) {
+  std::string out(s.size() * 3 + 1, '\0');
+  int32_t length = 0;
+  UErrorCode status = U_ZERO_ERROR;
+  u_strToUTF8(out.data(), static_cast<int32_t>(out.size()), &length, s.data(),
+              static_cast<int32_t>(s.size()), &status);
+  out.resize(U_SUCCESS(status) ? length : 0);
   return out;
 }
+
+enum class CaseOp { kUpper, kLower, kTitle };
+
+std::string MapCase(std::string_view s, CaseOp op) {
+  std::u16string src = ToUtf16(s);
+  // Full case mappings grow a string at most threefold.
+  std::u16string dest(src.size() * 3 + 4, u'\0');
+  UErrorCode status = U_ZERO_ERROR;
+  int32_t length = 0;
+  const int32_t capacity = static_cast<int32_t>(dest.size());
+  const int32_t src_length = static_cast<int32_t>(src.size());
+  switch (op) {
+    case CaseOp::kUpper: length = u_strToUpper(dest.data(), capacity, src.data(), src_length, "", &status); break;
+    case CaseOp::kLower: length = u_strToLower(dest.data(), capacity, src.data(), src_length, "", &status); break;
+    case CaseOp::kTitle:
+      length = u_strToTitle(dest.data(), capacity, src.data(), src_length, nullptr, "", &status);
+      break;
+  }
+  if (U_FAILURE(status)) return std::string(s);
+  dest.resize(length);
+  return ToUtf8(dest);
+}
+
+bool IsCased(uint32_t cp) { return u_hasBinaryProperty(static_cast<UChar32>(cp), UCHAR_CASED); }
+
+}  // namespace
+
+std::string PyUpper(std::string_view s) { return MapCase(s, CaseOp::kUpper); }
+std::string PyLower(std::string_view s) { return MapCase(s, CaseOp::kLower); }
 
 std::string PyCapitalize(std::string_view s) {
-  std::string out = PyLower(s);
-  if (!out.empty() && out[0] >= 'a' && out[0] <= 'z') out[0] = static_cast<char>(out[0] - 'a' + 'A');
-  return out;
+  std::vector<Piece> pieces = Decode(s);
+  if (pieces.empty()) return "";
+  return MapCase(s.substr(0, pieces[0].end), CaseOp::kTitle) +
+         MapCase(s.substr(pieces[0].end), CaseOp::kLower);
 }
 
 std::string PyTitle(std::string_view s) {
-  std::string out(s);
-  bool previous_is_letter = false;
-  for (char& c : out) {
-    if (IsAsciiLetter(c)) {
-      if (previous_is_letter) {
-        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-      } else if (c >= 'a' && c <= 'z') {
-        c = static_cast<char>(c - 'a' + 'A');
-      }
-      previous_is_letter = true;
-    } else {
-      // Bytes of non-ASCII characters count as letters (most are), so "café" stays one word.
-      previous_is_letter = static_cast<unsigned char>(c) >= 0x80;
-    }
+  std::string out;
+  bool previous_is_cased = false;
+  for (const Piece& p : Decode(s)) {
+    std::string_view ch = s.substr(p.begin, p.end - p.begin);
+    out += MapCase(ch, previous_is_cased ? CaseOp::kLower : CaseOp::kTitle);
+    previous_is_cased = IsCased(p.cp);
   }
   return out;
+}
+
+bool PyIsLower(std::string_view s) {
+  bool cased = false;
+  for (const Piece& p : Decode(s)) {
+    UChar32 c = static_cast<UChar32>(p.cp);
+    if (u_isUUppercase(c) || u_charType(c) == U_TITLECASE_LETTER) return false;
+    cased |= u_isULowercase(c);
+  }
+  return cased;
+}
+
+bool PyIsUpper(std::string_view s) {
+  bool cased = false;
+  for (const Piece& p : Decode(s)) {
+    UChar32 c = static_cast<UChar32>(p.cp);
+    if (u_isULowercase(c) || u_charType(c) == U_TITLECASE_LETTER) return false;
+    cased |= u_isUUppercase(c);
+  }
+  return cased;
+}
+
+bool PyIsAlpha(std::string_view s) {
+  std::vector<Piece> pieces = Decode(s);
+  return !pieces.empty() && std::all_of(pieces.begin(), pieces.end(), [](const Piece& p) {
+    return (U_GET_GC_MASK(static_cast<UChar32>(p.cp)) & U_GC_L_MASK) != 0;
+  });
+}
+
+bool PyIsDigit(std::string_view s) {
+  std::vector<Piece> pieces = Decode(s);
+  return !pieces.empty() && std::all_of(pieces.begin(), pieces.end(), [](const Piece& p) {
+    int32_t type = u_getIntPropertyValue(static_cast<UChar32>(p.cp), UCHAR_NUMERIC_TYPE);
+    return type == U_NT_DECIMAL || type == U_NT_DIGIT;
+  });
 }
 
 }  // namespace kvserve::chat_template

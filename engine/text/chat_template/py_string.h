@@ -27,12 +27,19 @@ std::vector<std::string> PySplitLines(std::string_view s);
 /// str.replace(old, new, count) (count < 0: all).
 std::string PyReplace(std::string_view s, std::string_view old_text, std::string_view new_text,
                       int64_t count);
+/// Unicode full case mapping, as Python: "ß".upper() is "SS".
 std::string PyUpper(std::string_view s);
 std::string PyLower(std::string_view s);
 /// str.capitalize(): first character upper, the rest lower.
 std::string PyCapitalize(std::string_view s);
-/// str.title(): upper after a non-letter, lower after a letter.
+/// str.title(): titlecase after an uncased character, lowercase after a cased one.
 std::string PyTitle(std::string_view s);
+/// str.islower()/isupper(): at least one cased character, none of the other case.
+bool PyIsLower(std::string_view s);
+bool PyIsUpper(std::string_view s);
+/// str.isalpha() (letters) and str.isdigit() (decimal and digit numerals).
+bool PyIsAlpha(std::string_view s);
+bool PyIsDigit(std::string_view s);
 bool IsPyWhitespace(uint32_t codepoint);
 
 }  // namespace kvserve::chat_template

@@ -38,24 +38,11 @@ int64_t RequireInt(const Value& v, const char* test) {
   return v.as_integral();
 }
 
-bool HasCase(const std::string& s, bool upper) {
-  bool cased = false;
-  for (char c : s) {
-    if (c >= 'a' && c <= 'z') {
-      if (upper) return false;
-      cased = true;
-    } else if (c >= 'A' && c <= 'Z') {
-      if (!upper) return false;
-      cased = true;
-    }
-  }
-  return cased;
-}
-
 const std::map<std::string_view, TestFn>& Tests() {
   static const auto* tests = new std::map<std::string_view, TestFn>{
       {"boolean", NoArgs("boolean", [](const Value& v) { return v.is_bool(); })},
-      {"callable", NoArgs("callable", [](const Value& v) { return v.is_callable(); })},
+      // jinja2's Undefined defines __call__ (calling it fails), so it counts.
+      {"callable", NoArgs("callable", [](const Value& v) { return v.is_callable() || v.is_undefined(); })},
       {"defined", NoArgs("defined", [](const Value& v) { return !v.is_undefined(); })},
       {"undefined", NoArgs("undefined", [](const Value& v) { return v.is_undefined(); })},
       {"none", NoArgs("none", [](const Value& v) { return v.is_none(); })},
@@ -75,8 +62,9 @@ const std::map<std::string_view, TestFn>& Tests() {
          return v.is_string() || v.is_dict() || v.is_undefined() ||
                 (v.is_list() && v.as_list().kind != ListKind::kGenerator);
        })},
-      {"lower", NoArgs("lower", [](const Value& v) { return v.is_string() && HasCase(v.as_string(), false); })},
-      {"upper", NoArgs("upper", [](const Value& v) { return v.is_string() && HasCase(v.as_string(), true); })},
+      // jinja2 tests str(value), so a dict printed in lower case "is lower".
+      {"lower", NoArgs("lower", [](const Value& v) { return PyIsLower(ToStr(v)); })},
+      {"upper", NoArgs("upper", [](const Value& v) { return PyIsUpper(ToStr(v)); })},
       {"odd", NoArgs("odd", [](const Value& v) {
          int64_t i = RequireInt(v, "odd");
          return ((i % 2) + 2) % 2 == 1;

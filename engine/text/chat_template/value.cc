@@ -1,5 +1,6 @@
 #include "engine/text/chat_template/value.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -33,14 +34,40 @@ void Dict::Set(std::string key, Value value) {
   }
 }
 
+namespace {
+
+int NestingOf(const std::vector<Value>& items) {
+  int deepest = 0;
+  for (const Value& v : items) deepest = std::max(deepest, v.Nesting());
+  if (deepest + 1 > kMaxValueNesting) {
+    Fail(absl::StrCat("lists and dicts nest more than ", kMaxValueNesting, " levels deep"));
+  }
+  return deepest + 1;
+}
+
+}  // namespace
+
+int Value::Nesting() const {
+  if (is_list()) return as_list().depth;
+  if (is_dict()) return as_dict().depth;
+  return 0;
+}
+
 Value Value::MakeList(std::vector<Value> items, ListKind kind) {
   auto list = std::make_shared<List>();
   list->kind = kind;
+  list->depth = NestingOf(items);
   list->items = std::move(items);
   return Value(Data(std::shared_ptr<const List>(std::move(list))));
 }
 
 Value Value::MakeDict(Dict dict) {
+  int deepest = 0;
+  for (const auto& [k, v] : dict.entries) deepest = std::max(deepest, v.Nesting());
+  if (deepest + 1 > kMaxValueNesting) {
+    Fail(absl::StrCat("lists and dicts nest more than ", kMaxValueNesting, " levels deep"));
+  }
+  dict.depth = deepest + 1;
   return Value(Data(std::shared_ptr<const Dict>(std::make_shared<Dict>(std::move(dict)))));
 }
 
@@ -315,6 +342,11 @@ bool Contains(const Value& haystack, const Value& needle) {
       }
       return haystack.as_string().find(needle.as_string()) != std::string::npos;
     case Value::Kind::kDict:
+      // Python hashes the needle first: lists, dicts and namespaces cannot be keys.
+      if (needle.is_dict() || needle.is_namespace() ||
+          (needle.is_list() && needle.as_list().kind != ListKind::kTuple)) {
+        Fail(absl::StrCat("unhashable type: '", needle.TypeName(), "'"));
+      }
       return needle.is_string() && haystack.as_dict().Find(needle.as_string()) != nullptr;
     case Value::Kind::kUndefined: return false;
     case Value::Kind::kList:

@@ -36,14 +36,21 @@ enum class ListKind {
   kView,       // dict.items()/keys()/values(): len() but no indexing
 };
 
+/// How deeply lists and dicts may nest, in a template's values as in the
+/// caller's JSON: it bounds the recursion of printing, comparing and dumping
+/// them (Python would raise RecursionError somewhere near here too).
+inline constexpr int kMaxValueNesting = 256;
+
 struct List {
   ListKind kind = ListKind::kList;
   std::vector<Value> items;
+  int depth = 1;  // 1 + the deepest item's nesting
 };
 
 // Insertion-ordered like a Python dict; keys are strings (JSON objects).
 struct Dict {
   std::vector<std::pair<std::string, Value>> entries;
+  int depth = 1;  // set by Value::MakeDict
   const Value* Find(std::string_view key) const;
   Value* Find(std::string_view key);
   void Set(std::string key, Value value);
@@ -117,6 +124,8 @@ class Value {
 
   /// Python's type name, for error messages ("str", "dict", "list", ...).
   std::string TypeName() const;
+  /// 0 for scalars; 1 + the deepest element for lists and dicts.
+  int Nesting() const;
 
  private:
   using Data = std::variant<Undefined, None, bool, int64_t, double, std::string,
