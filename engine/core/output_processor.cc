@@ -50,8 +50,8 @@ void OutputProcessor::Loop() {
   // lost terminal event, which would leave a client waiting forever.
   for (auto& [id, state] : requests_) {
     KV_LOG(ERROR) << "output stage stopped with request " << id << " unfinished";
-    state.sink->OnAbort(absl::InternalError("the engine stopped without ending the request"));
     request_ended_();
+    state.sink->OnAbort(absl::InternalError("the engine stopped without ending the request"));
   }
   requests_.clear();
 }
@@ -145,8 +145,8 @@ void OutputProcessor::Handle(TokenSampled& event, IterationStats& stats) {
   }
   std::shared_ptr<RequestSink> sink = std::move(req.sink);
   requests_.erase(it);
+  request_ended_();  // before the end is visible: a client that saw it sees the count down
   sink->OnOutput(std::move(out));
-  request_ended_();
 }
 
 void OutputProcessor::Handle(RequestAborted& event) {
@@ -156,8 +156,8 @@ void OutputProcessor::Handle(RequestAborted& event) {
   if (it == requests_.end()) return;
   std::shared_ptr<RequestSink> sink = std::move(it->second.sink);
   requests_.erase(it);
-  sink->OnAbort(std::move(event.status));
   request_ended_();
+  sink->OnAbort(std::move(event.status));
 }
 
 void OutputProcessor::Handle(StopApplied& event) {
@@ -172,8 +172,8 @@ bool OutputProcessor::DeliverHeld(SeqId id) {
   std::shared_ptr<RequestSink> sink = std::move(it->second.sink);
   RequestOutput out = *std::move(it->second.held_final);
   requests_.erase(it);
-  sink->OnOutput(std::move(out));
   request_ended_();
+  sink->OnOutput(std::move(out));
   return true;
 }
 
