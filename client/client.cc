@@ -143,6 +143,16 @@ void MergeChunk(const v1::GenerateResponse& chunk, v1::GenerateResponse& all) {
     *all.mutable_usage() = chunk.usage();
   }
 }
+
+// Stamps a chunk just read and adds it to the result (blocking and callback
+// streams keep the same record).
+void RecordChunk(StreamChunk& chunk, StreamResult& result) {
+  chunk.received = absl::Now();
+  if (result.chunk_times.empty()) result.first_chunk = chunk.received;
+  result.chunk_times.push_back(chunk.received);
+  result.chunk_tokens.push_back(chunk.response.token_ids_size());
+  MergeChunk(chunk.response, result.response);
+}
 }  // namespace
 
 StreamResult Client::GenerateStream(const v1::GenerateRequest& request,
@@ -178,16 +188,11 @@ StreamResult Client::RunStream(const StreamOpen& open,
     if (options.cancel) options.cancel->Attach(&context);
     std::unique_ptr<grpc::ClientReader<v1::GenerateResponse>> reader = open(&context);
     StreamChunk chunk;
-    bool got_any = false;
     while (reader->Read(&chunk.response)) {
-      chunk.received = absl::Now();
-      if (!got_any) result.first_chunk = chunk.received;
-      got_any = true;
-      result.chunk_times.push_back(chunk.received);
-      result.chunk_tokens.push_back(chunk.response.token_ids_size());
-      MergeChunk(chunk.response, result.response);
+      RecordChunk(chunk, result);
       if (on_chunk) on_chunk(chunk);
     }
+    const bool got_any = !result.chunk_times.empty();
     result.status = reader->Finish();
     if (options.cancel) options.cancel->Detach();
     result.done = absl::Now();
@@ -222,11 +227,7 @@ class AsyncStream final : public grpc::ClientReadReactor<v1::GenerateResponse> {
   }
   void OnReadDone(bool ok) override {
     if (!ok) return;  // OnDone follows with the status
-    chunk_.received = absl::Now();
-    if (result_.chunk_times.empty()) result_.first_chunk = chunk_.received;
-    result_.chunk_times.push_back(chunk_.received);
-    result_.chunk_tokens.push_back(chunk_.response.token_ids_size());
-    MergeChunk(chunk_.response, result_.response);
+    RecordChunk(chunk_, result_);
     if (on_chunk_) on_chunk_(chunk_);
     StartRead(&chunk_.response);
   }

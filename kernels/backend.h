@@ -19,8 +19,6 @@
 
 namespace kvserve {
 
-enum class DeviceKind { kCpu, kCuda };
-
 /// A device's memory, for sizing the KV cache from a utilization fraction.
 struct DeviceMemoryInfo {
   size_t free_bytes = 0;
@@ -49,7 +47,6 @@ class Backend {
  public:
   virtual ~Backend() = default;
 
-  virtual DeviceKind device() const = 0;
   /// "cpu" or "cuda".
   virtual std::string name() const = 0;
   /// The dtype the model computes in on this backend (weights, activations, KV).

@@ -151,8 +151,14 @@ GenerateUnaryReactor::GenerateUnaryReactor(grpc::CallbackServerContext* context,
                                            ServerMetrics& metrics)
     : engine_(engine), metrics_(metrics), response_(response) {
   std::string request_id;
-  std::optional<grpc::Status> error = Submit(this, context, *request, engine, &request_id);
-  response_->set_request_id(request_id);
+  std::optional<grpc::Status> error;
+  {
+    // Under mu_: once submitted, the engine may Deliver (and merge into
+    // response_) before the request id is written.
+    std::lock_guard<std::mutex> lock(mu_);
+    error = Submit(this, context, *request, engine, &request_id);
+    response_->set_request_id(request_id);
+  }
   if (error) FinishOnce(*error, OutcomeLabel(*error));
 }
 

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/logging.h"
 #include "engine/core/engine.h"
+#include "engine/core/metrics/prometheus_stats_logger.h"
 #include "engine/loading/chat_template_file.h"
 #include "engine/loading/model_loader.h"
 #include "server/backend_factory.h"
@@ -93,8 +94,9 @@ int Run() {
     return 2;
   }
   auto registry = std::make_shared<prometheus::Registry>();
+  PrometheusStatsLogger stats_logger(*registry);  // outlives the engine
   absl::StatusOr<std::unique_ptr<Engine>> engine =
-      Engine::Create(config, *std::move(source), *std::move(backend), *registry);
+      Engine::Create(config, *std::move(source), *std::move(backend), &stats_logger);
   if (!engine.ok()) {
     KV_LOG(ERROR) << "cannot start the engine: " << engine.status().message();
     return 1;

@@ -38,8 +38,10 @@ TEST(ClientTest, RetriesUnavailableUntilTheServerComesUp) {
     server_options.port = port;
     server = std::make_unique<TestServer>();
     server->registry = std::make_shared<prometheus::Registry>();
+    server->stats_logger = std::make_unique<PrometheusStatsLogger>(*server->registry);
     auto source = OpenModelSource(FixtureDir("tiny-llama-gqa"));
-    server->engine = *Engine::Create({}, *std::move(source), std::make_unique<CpuBackend>(), *server->registry);
+    server->engine = *Engine::Create({}, *std::move(source), std::make_unique<CpuBackend>(),
+                                     server->stats_logger.get());
     server_options.host = "127.0.0.1";
     server_options.metrics_port = -1;
     server->server = *KvServer::Start(server_options, *server->engine, *server->registry);

@@ -169,10 +169,9 @@ TEST(CudaKvSizingTest, PoolComesFromGpuMemoryUtilization) {
 
   EngineConfig tiny = config;
   tiny.gpu_memory_utilization = 0.001;  // less than the CUDA context alone
-  prometheus::Registry registry;
   auto source = OpenModelSource("");
   ASSERT_TRUE(source.ok());
-  auto refused = Engine::Create(tiny, *std::move(source), NewCudaBackend(DType::kBFloat16), registry);
+  auto refused = Engine::Create(tiny, *std::move(source), NewCudaBackend(DType::kBFloat16));
   ASSERT_FALSE(refused.ok());
   EXPECT_TRUE(absl::IsResourceExhausted(refused.status())) << refused.status();
 }

@@ -48,10 +48,11 @@ TestEngine MakeEngine(const std::string& model_dir, std::unique_ptr<Backend> bac
                       EngineConfig config) {
   TestEngine t;
   t.registry = std::make_unique<prometheus::Registry>();
+  t.stats_logger = std::make_unique<PrometheusStatsLogger>(*t.registry);
   auto source = OpenModelSource(model_dir);
   EXPECT_TRUE(source.ok()) << source.status();
   if (!source.ok()) return t;
-  auto engine = Engine::Create(config, *std::move(source), std::move(backend), *t.registry);
+  auto engine = Engine::Create(config, *std::move(source), std::move(backend), t.stats_logger.get());
   EXPECT_TRUE(engine.ok()) << engine.status();
   if (engine.ok()) t.engine = *std::move(engine);
   return t;

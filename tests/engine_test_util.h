@@ -11,6 +11,7 @@
 
 #include "absl/time/time.h"
 #include "engine/core/engine.h"
+#include "engine/core/metrics/prometheus_stats_logger.h"
 #include "prometheus/registry.h"
 
 namespace kvserve::testing {
@@ -48,6 +49,7 @@ class CollectingSink final : public RequestSink {
 
 struct TestEngine {
   std::unique_ptr<prometheus::Registry> registry;
+  std::unique_ptr<PrometheusStatsLogger> stats_logger;  // declared before the engine: outlives it
   std::unique_ptr<Engine> engine;
 };
 

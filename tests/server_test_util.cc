@@ -37,11 +37,13 @@ std::unique_ptr<TestServer> StartTestServer(const std::string& model_dir, Engine
                                             ServerOptions options) {
   auto t = std::make_unique<TestServer>();
   t->registry = std::make_shared<prometheus::Registry>();
+  t->stats_logger = std::make_unique<PrometheusStatsLogger>(*t->registry);
   auto source = OpenModelSource(model_dir);
   EXPECT_TRUE(source.ok()) << source.status();
   if (!source.ok()) return nullptr;
   const std::optional<ChatTemplateSource> chat_template = source->chat_template;
-  auto engine = Engine::Create(config, *std::move(source), std::make_unique<CpuBackend>(), *t->registry);
+  auto engine =
+      Engine::Create(config, *std::move(source), std::make_unique<CpuBackend>(), t->stats_logger.get());
   EXPECT_TRUE(engine.ok()) << engine.status();
   if (!engine.ok()) return nullptr;
   t->engine = *std::move(engine);

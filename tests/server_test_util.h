@@ -7,6 +7,7 @@
 
 #include "client/client.h"
 #include "engine/core/engine.h"
+#include "engine/core/metrics/prometheus_stats_logger.h"
 #include "prometheus/registry.h"
 #include "server/chat_setup.h"
 #include "server/server.h"
@@ -15,6 +16,7 @@ namespace kvserve::testing {
 
 struct TestServer {
   std::shared_ptr<prometheus::Registry> registry;
+  std::unique_ptr<PrometheusStatsLogger> stats_logger;  // declared before the engine: outlives it
   std::unique_ptr<Engine> engine;
   ChatSetup chat;  // from the model directory's chat template, if any
   std::unique_ptr<KvServer> server;

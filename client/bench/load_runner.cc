@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <cstdio>
 #include <mutex>
 #include <random>
@@ -13,6 +15,29 @@
 
 namespace kvserve::bench {
 namespace {
+
+// Reports progress every second on its own thread until destroyed, then once more.
+class ProgressReporter {
+ public:
+  explicit ProgressReporter(std::function<void(bool final)> report) : report_(std::move(report)) {
+    thread_ = std::thread([this] {
+      while (!stop_.load()) {
+        for (int i = 0; i < 10 && !stop_.load(); ++i) absl::SleepFor(absl::Milliseconds(100));
+        if (!stop_.load()) report_(false);
+      }
+    });
+  }
+  ~ProgressReporter() {
+    stop_ = true;
+    thread_.join();
+    report_(true);
+  }
+
+ private:
+  std::function<void(bool)> report_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
 
 RequestRecord FromStream(int64_t index, const StreamResult& r) {
   RequestRecord rec;
@@ -36,9 +61,12 @@ RequestRecord LoadRunner::Send(int64_t index) {
   CallOptions options;
   options.timeout = absl::Seconds(config_.timeout_s);
   sent_.fetch_add(1);
-  StreamResult r = client_.GenerateStream(planned.request, {}, options);
+  return Record(index, client_.GenerateStream(planned.request, {}, options), planned.prompt_tokens);
+}
+
+RequestRecord LoadRunner::Record(int64_t index, const StreamResult& r, int planned_prompt_tokens) {
   RequestRecord rec = FromStream(index, r);
-  if (rec.prompt_tokens == 0) rec.prompt_tokens = planned.prompt_tokens;
+  if (rec.prompt_tokens == 0) rec.prompt_tokens = planned_prompt_tokens;
   done_.fetch_add(1);
   if (!rec.ok()) failed_.fetch_add(1);
   tokens_.fetch_add(rec.output_tokens);
@@ -83,7 +111,6 @@ LevelRun LoadRunner::RunClosedLoop(int concurrency, const std::function<void()>&
 
   std::mutex mu;
   std::atomic<int64_t> issued{0};
-  std::atomic<bool> stop{false};
   run.start = level_start_ = absl::Now();
   const absl::Time deadline =
       config_.duration_s > 0 ? run.start + absl::Seconds(config_.duration_s) : absl::InfiniteFuture();
@@ -92,7 +119,7 @@ LevelRun LoadRunner::RunClosedLoop(int concurrency, const std::function<void()>&
   for (int w = 0; w < concurrency; ++w) {
     workers.emplace_back([&] {
       for (;;) {
-        if (stop.load() || absl::Now() >= deadline) return;
+        if (absl::Now() >= deadline) return;
         const int64_t i = issued.fetch_add(1);
         if (config_.requests > 0 && i >= config_.requests) return;
         RequestRecord rec = Send(base + i);
@@ -101,18 +128,12 @@ LevelRun LoadRunner::RunClosedLoop(int concurrency, const std::function<void()>&
       }
     });
   }
-  std::thread reporter([&] {
-    while (!stop.load()) {
-      for (int i = 0; i < 10 && !stop.load(); ++i) absl::SleepFor(absl::Milliseconds(100));
-      if (!stop.load()) Progress(run.label, false);
-    }
-  });
-  for (auto& t : workers) t.join();
-  run.end = absl::Now();
-  if (on_measure_end) on_measure_end();
-  stop = true;
-  reporter.join();
-  Progress(run.label, true);
+  {
+    ProgressReporter reporter([&](bool final) { Progress(run.label, final); });
+    for (auto& t : workers) t.join();
+    run.end = absl::Now();
+    if (on_measure_end) on_measure_end();
+  }
   next_index_ = base + issued.load();
   return run;
 }
@@ -147,11 +168,7 @@ LevelRun LoadRunner::RunOpenLoop(double rate, const std::function<void()>& on_me
       client_.StartGenerateStream(
           planned.request, {},
           [&, index, measured, prompt = planned.prompt_tokens](StreamResult r) {
-            RequestRecord rec = FromStream(index, r);
-            if (rec.prompt_tokens == 0) rec.prompt_tokens = prompt;
-            done_.fetch_add(1);
-            if (!rec.ok()) failed_.fetch_add(1);
-            tokens_.fetch_add(rec.output_tokens);
+            RequestRecord rec = Record(index, r, prompt);
             std::lock_guard<std::mutex> lock(mu);
             if (measured) run.records.push_back(std::move(rec));
             --in_flight;
@@ -168,21 +185,15 @@ LevelRun LoadRunner::RunOpenLoop(double rate, const std::function<void()>& on_me
   sent_ = 0, done_ = 0, failed_ = 0, tokens_ = 0;
   if (on_measure_start) on_measure_start();
   run.start = level_start_ = absl::Now();
-  std::atomic<bool> stop{false};
-  std::thread reporter([&] {
-    while (!stop.load()) {
-      for (int i = 0; i < 10 && !stop.load(); ++i) absl::SleepFor(absl::Milliseconds(100));
-      if (!stop.load()) Progress(run.label, false);
-    }
-  });
-  drive(config_.requests,
-        config_.duration_s > 0 ? run.start + absl::Seconds(config_.duration_s) : absl::InfiniteFuture(),
-        true);
-  run.end = absl::Now();
-  if (on_measure_end) on_measure_end();
-  stop = true;
-  reporter.join();
-  Progress(run.label, true);
+  {
+    ProgressReporter reporter([&](bool final) { Progress(run.label, final); });
+    drive(config_.requests,
+          config_.duration_s > 0 ? run.start + absl::Seconds(config_.duration_s)
+                                 : absl::InfiniteFuture(),
+          true);
+    run.end = absl::Now();
+    if (on_measure_end) on_measure_end();
+  }
   return run;
 }
 

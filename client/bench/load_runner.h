@@ -54,6 +54,8 @@ class LoadRunner {
 
  private:
   RequestRecord Send(int64_t index);
+  /// The record of a finished stream, counted in the progress totals.
+  RequestRecord Record(int64_t index, const StreamResult& r, int planned_prompt_tokens);
   void Progress(const std::string& label, bool final);
 
   Client& client_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <random>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "base/logging.h"
@@ -9,7 +10,7 @@
 #include "engine/core/request_validation.h"
 #include "engine/core/token_counts.h"
 #include "engine/model/model_registry.h"
-#include "engine/text/detokenizer.h"
+#include "base/ceil_div.h"
 
 namespace kvserve {
 
@@ -20,10 +21,7 @@ struct ActiveRequest {
   std::shared_ptr<RequestSink> sink;
   uint32_t max_new_tokens = 0;
   std::mt19937_64 rng;  // fully specified by the standard: same seed, same draws everywhere
-  std::unique_ptr<IncrementalDetokenizer> detokenizer;  // null without a tokenizer
-  std::unique_ptr<StopStringMatcher> stops;
   absl::Time arrival;
-  absl::Time last_token;
   bool admitted_once = false;
   uint32_t num_generated = 0;
   TokenCounts counts;            // for the penalties; empty without them
@@ -50,16 +48,21 @@ bool Contains(const std::vector<int32_t>& ids, int32_t id) {
 }  // namespace
 
 Engine::Engine(const EngineConfig& config, ModelSource model, std::unique_ptr<Backend> backend,
-               prometheus::Registry& registry)
-    : config_(config), source_(std::move(model)), backend_(std::move(backend)), metrics_(registry) {}
+               StatsObserver* stats)
+    : config_(config), source_(std::move(model)), backend_(std::move(backend)), stats_(stats) {}
 
 absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineConfig& config,
                                                        ModelSource model,
                                                        std::unique_ptr<Backend> backend,
-                                                       prometheus::Registry& registry) {
+                                                       StatsObserver* stats) {
   RETURN_IF_ERROR(config.Validate());
-  std::unique_ptr<Engine> engine(new Engine(config, std::move(model), std::move(backend), registry));
+  std::unique_ptr<Engine> engine(new Engine(config, std::move(model), std::move(backend), stats));
   RETURN_IF_ERROR(engine->Initialize());
+  engine->output_ = std::make_unique<OutputProcessor>(
+      engine->source_.tokenizer.get(), stats, [e = engine.get()](SeqId id) { e->RequestStop(id); },
+      // A request counts as live until its client has seen the end, so the
+      // output backlog counts against the queue limit too.
+      [e = engine.get()] { e->live_requests_.fetch_sub(1); });
   engine->thread_ = std::thread([e = engine.get()] { e->Loop(); });
   return engine;
 }
@@ -72,7 +75,7 @@ absl::Status Engine::Initialize() {
   source_.weights.reset();  // weights are on the device now; unmap the checkpoint
 
   const size_t block_bytes = KvCache::BytesPerBlock(mc.kv_cache_shape(), config_.block_size, backend_->compute_dtype());
-  const int blocks_per_full_seq = (mc.max_context + config_.block_size - 1) / config_.block_size;
+  const int blocks_per_full_seq = CeilDiv(mc.max_context, config_.block_size);
   int num_blocks = config_.num_kv_blocks;
   if (num_blocks == 0) {
     // As many as the budget allows, but no more than every running sequence
@@ -105,7 +108,6 @@ absl::Status Engine::Initialize() {
   info_.device = backend_->name();
   info_.dtype = std::string(DTypeName(backend_->compute_dtype()));
   info_.default_max_new_tokens = config_.default_max_new_tokens;
-  metrics_.kv_blocks_total.Set(num_blocks);
 
   KV_LOG(INFO) << "model " << info_.model_name << ": " << mc.num_layers << " layers, hidden "
                << mc.hidden_size << ", heads " << mc.num_heads << "/" << mc.num_kv_heads << " x "
@@ -163,6 +165,15 @@ void Engine::Stop() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  if (output_) output_->Stop();
+}
+
+void Engine::RequestStop(SeqId id) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_requests_.push_back(id);
+  }
+  cv_.notify_all();
 }
 
 void Engine::Wake() {
@@ -188,10 +199,6 @@ absl::Status Engine::Submit(Request request, std::shared_ptr<RequestSink> sink) 
     const auto& stop_ids = request.stopping.stop_token_ids;
     req->banned.insert(req->banned.end(), stop_ids.begin(), stop_ids.end());
   }
-  if (source_.tokenizer) {
-    req->detokenizer = std::make_unique<IncrementalDetokenizer>(*source_.tokenizer);
-    req->stops = std::make_unique<StopStringMatcher>(request.stopping.stop);
-  }
   req->arrival = absl::Now();
   req->request = std::move(request);
   req->sink = std::move(sink);
@@ -213,19 +220,23 @@ absl::Status Engine::Submit(Request request, std::shared_ptr<RequestSink> sink) 
 void Engine::Loop() {
   for (;;) {
     std::vector<std::unique_ptr<ActiveRequest>> submitted;
+    std::vector<SeqId> stops;
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] {
-        return stopping_ || wake_ || !submitted_.empty() || scheduler_->HasWork();
+        return stopping_ || wake_ || !submitted_.empty() || !stop_requests_.empty() ||
+               scheduler_->HasWork();
       });
       if (stopping_) break;
       wake_ = false;
       submitted.swap(submitted_);
+      stops.swap(stop_requests_);
     }
     AdmitSubmitted(std::move(submitted));
+    ApplyStops(stops);
     AbortCancelledAndExpired();
     if (scheduler_->HasWork()) Step();
-    UpdateGauges();
+    FlushIteration();
   }
   // Shutdown: nothing may be left without an end.
   std::vector<std::unique_ptr<ActiveRequest>> submitted;
@@ -235,14 +246,30 @@ void Engine::Loop() {
   }
   AdmitSubmitted(std::move(submitted));
   while (!active_.empty()) Abort(*active_.begin()->second, absl::UnavailableError("the server is shutting down"));
-  UpdateGauges();
+  FlushIteration();
 }
 
 void Engine::AdmitSubmitted(std::vector<std::unique_ptr<ActiveRequest>> submitted) {
   for (auto& req : submitted) {
     req->id = next_seq_id_++;
     scheduler_->Add(std::make_unique<Sequence>(req->id, req->request.prompt));
+    RequestAdded added;
+    added.id = req->id;
+    added.sink = req->sink;
+    added.stop = std::move(req->request.stopping.stop);  // matched on the output thread only
+    added.prompt_tokens = static_cast<uint32_t>(req->request.prompt.size());
+    added.capture_logits = req->request.capture_logits;
+    added.arrival = req->arrival;
+    iteration_.events.emplace_back(std::move(added));
     active_.emplace(req->id, std::move(req));
+  }
+}
+
+void Engine::ApplyStops(const std::vector<SeqId>& stops) {
+  for (SeqId id : stops) {
+    if (!active_.contains(id)) continue;  // it ended on its own meanwhile
+    Release(id);
+    iteration_.events.emplace_back(StopApplied{id});
   }
 }
 
@@ -275,17 +302,18 @@ void Engine::Step() {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
     return;
   }
-  metrics_.preemptions_total.Increment(static_cast<double>(schedule.preempted.size()));
-  metrics_.prefix_cache_queries_total.Increment(schedule.prefix_cache_queried_tokens);
-  metrics_.prefix_cache_hits_total.Increment(schedule.prefix_cache_hit_tokens);
-  UpdateGauges();  // blocks were just allocated: record the high-water mark
+  IterationStats& stats = iteration_.stats;
+  stats.num_preemptions += static_cast<int>(schedule.preempted.size());
+  stats.prefix_cache_queried_tokens += schedule.prefix_cache_queried_tokens;
+  stats.prefix_cache_hit_tokens += schedule.prefix_cache_hit_tokens;
+  NoteBlockUsage();  // blocks were just allocated: record the high-water mark
   const absl::Time now = absl::Now();
   for (SeqId id : schedule.admitted) {
     ActiveRequest& req = *active_.at(id);
     if (req.admitted_once) continue;  // re-admitted after preemption
     req.admitted_once = true;
-    metrics_.queue_time.Observe(absl::ToDoubleSeconds(now - req.arrival));
-    metrics_.prompt_tokens_total.Increment(static_cast<double>(req.request.prompt.size()));
+    stats.queue_times_s.push_back(absl::ToDoubleSeconds(now - req.arrival));
+    stats.num_prompt_tokens += static_cast<int64_t>(req.request.prompt.size());
   }
   auto result = runner_->Run(schedule, *scheduler_, [&](SeqId id) {
     ActiveRequest& req = *active_.at(id);
@@ -301,8 +329,8 @@ void Engine::Step() {
     }
     return;
   }
-  metrics_.steps_total.Increment();
-  metrics_.step_tokens.Observe(result->num_tokens);
+  stats.ran_model_step = true;
+  stats.num_step_tokens = result->num_tokens;
   for (size_t i = 0; i < result->seq_ids.size(); ++i) {
     const SeqId id = result->seq_ids[i];
     scheduler_->AppendToken(id, result->tokens[i]);
@@ -336,83 +364,55 @@ SamplingRow Engine::MakeSamplingRow(ActiveRequest& req) {
   return row;
 }
 
+// The finish this token decides on its own; stop strings are the output
+// stage's (it asks for a stop through RequestStop).
 void Engine::ProcessToken(ActiveRequest& req, int32_t token, std::vector<float> logits,
                           TokenLogprobs* logprobs) {
-  const absl::Time now = absl::Now();
   ++req.num_generated;
-  metrics_.generation_tokens_total.Increment();
-  if (req.num_generated == 1) {
-    metrics_.time_to_first_token.Observe(absl::ToDoubleSeconds(now - req.arrival));
-  } else {
-    metrics_.inter_token_latency.Observe(absl::ToDoubleSeconds(now - req.last_token));
-  }
-  req.last_token = now;
-
   const StoppingOptions& stopping = req.request.stopping;
   FinishReason reason = FinishReason::kNone;
   if (!stopping.ignore_eos && Contains(info_.eos_token_ids, token)) {
     reason = FinishReason::kEos;
   } else if (Contains(stopping.stop_token_ids, token)) {
     reason = FinishReason::kStop;
-  }
-  std::string text;
-  if (req.detokenizer) {
-    text = req.stops->Feed(req.detokenizer->Append(token));
-    if (req.stops->stopped()) reason = FinishReason::kStop;
-  }
-  if (reason == FinishReason::kNone && req.num_generated >= req.max_new_tokens) {
+  } else if (req.num_generated >= req.max_new_tokens) {
     reason = FinishReason::kLength;
   }
-  if (reason != FinishReason::kNone && req.detokenizer && !req.stops->stopped()) {
-    // Release what was held back: the last partial character, a partial stop string.
-    text += req.stops->Feed(req.detokenizer->Finish());
-    if (req.stops->stopped()) {
-      reason = FinishReason::kStop;
-    } else {
-      text += req.stops->Flush();
-    }
-  }
-
-  RequestOutput out;
-  out.token_ids.push_back(token);
-  out.text = std::move(text);
-  out.finish_reason = reason;
-  out.prompt_tokens = static_cast<uint32_t>(req.request.prompt.size());
-  out.completion_tokens = req.num_generated;
-  if (req.request.capture_logits) out.logits.push_back(std::move(logits));
-  if (logprobs != nullptr && req.request.sampling.logprobs) out.logprobs.push_back(std::move(*logprobs));
-  if (reason == FinishReason::kNone) {
-    req.sink->OnOutput(std::move(out));
-    return;
-  }
-  metrics_.e2e_latency.Observe(absl::ToDoubleSeconds(now - req.arrival));
+  const SeqId id = req.id;
+  TokenSampled sampled{id, token, reason, std::move(logits)};
+  if (logprobs != nullptr && req.request.sampling.logprobs) sampled.logprobs = std::move(*logprobs);
+  iteration_.events.emplace_back(std::move(sampled));
   // Free the blocks before the client can see the end.
-  std::shared_ptr<RequestSink> sink = Release(req.id);
-  sink->OnOutput(std::move(out));
+  if (reason != FinishReason::kNone) Release(id);
 }
 
 void Engine::Abort(ActiveRequest& req, absl::Status status) {
-  std::shared_ptr<RequestSink> sink = Release(req.id);
-  sink->OnAbort(std::move(status));
+  const SeqId id = req.id;
+  Release(id);
+  iteration_.events.emplace_back(RequestAborted{id, std::move(status)});
 }
 
-std::shared_ptr<RequestSink> Engine::Release(SeqId id) {
-  auto it = active_.find(id);
-  std::shared_ptr<RequestSink> sink = std::move(it->second->sink);
+void Engine::Release(SeqId id) {
   scheduler_->Remove(id);
-  active_.erase(it);
-  live_requests_.fetch_sub(1);
-  UpdateGauges();
-  return sink;
+  active_.erase(id);
+  NoteBlockUsage();
 }
 
-void Engine::UpdateGauges() {
+void Engine::NoteBlockUsage() {
   const int used = blocks_->num_used_blocks();
   used_blocks_.store(used);
-  metrics_.kv_blocks_used.Set(used);
-  if (used > metrics_.kv_blocks_used_peak.Value()) metrics_.kv_blocks_used_peak.Set(used);
-  metrics_.requests_running.Set(scheduler_->num_running());
-  metrics_.requests_waiting.Set(scheduler_->num_waiting());
+  iteration_.stats.kv_blocks_used_peak = std::max(iteration_.stats.kv_blocks_used_peak, used);
+}
+
+void Engine::FlushIteration() {
+  NoteBlockUsage();
+  IterationStats& stats = iteration_.stats;
+  stats.time = absl::Now();
+  stats.kv_blocks_total = blocks_->num_blocks();
+  stats.kv_blocks_used = blocks_->num_used_blocks();
+  stats.num_running = scheduler_->num_running();
+  stats.num_waiting = scheduler_->num_waiting();
+  output_->Push(std::exchange(iteration_, {}));
 }
 
 }  // namespace kvserve

@@ -1,7 +1,9 @@
 // The serving core. One engine thread owns the scheduler, the KV cache and the
-// model, and loops: take new requests → drop cancelled and expired ones →
-// schedule → run the model → sample → hand outputs to each request's sink. It
-// never blocks on the network: sinks only queue.
+// model, and loops: take new requests → apply requested stops → drop cancelled
+// and expired ones → schedule → run the model → sample → hand token ids and
+// the iteration's stats to the output stage (OutputProcessor), whose own
+// thread detokenizes, matches stop strings, calls the sinks and the
+// StatsObserver. The engine thread never touches text, metrics or a sink call.
 #pragma once
 
 #include <atomic>
@@ -14,9 +16,11 @@
 
 #include "absl/status/statusor.h"
 #include "engine/core/engine_config.h"
-#include "engine/core/engine_metrics.h"
+#include "engine/core/engine_output.h"
+#include "engine/core/iteration_stats.h"
 #include "engine/core/model_info.h"
 #include "engine/core/model_runner.h"
+#include "engine/core/output_processor.h"
 #include "engine/core/request.h"
 #include "engine/core/scheduler.h"
 #include "engine/kv/block_manager.h"
@@ -33,11 +37,12 @@ struct ActiveRequest;
 class Engine {
  public:
   /// Loads the model onto `backend`, sizes the KV pool and starts the engine
-  /// thread. `registry` receives the engine's metrics.
+  /// thread and the output thread. `stats` (borrowed, may be null) receives
+  /// every iteration's stats on the output thread; it must outlive the engine.
   static absl::StatusOr<std::unique_ptr<Engine>> Create(const EngineConfig& config,
                                                         ModelSource model,
                                                         std::unique_ptr<Backend> backend,
-                                                        prometheus::Registry& registry);
+                                                        StatsObserver* stats = nullptr);
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -48,25 +53,31 @@ class Engine {
   absl::Status Submit(Request request, std::shared_ptr<RequestSink> sink);
   /// Wakes the engine thread so it notices a cancelled sink promptly.
   void Wake();
-  /// Aborts every request with UNAVAILABLE and joins the engine thread.
+  /// Asks the engine thread to end sequence `id` at its next iteration (a
+  /// stop string matched): its blocks are freed and a StopApplied event goes
+  /// to the output stage. No-op when the sequence has ended already.
+  void RequestStop(SeqId id);
+  /// Aborts every request with UNAVAILABLE, joins the engine thread, then
+  /// lets the output stage deliver everything and joins it.
   void Stop();
 
   const ModelInfo& info() const { return info_; }
   /// Null when the model has no tokenizer.
   const Tokenizer* tokenizer() const { return source_.tokenizer.get(); }
-  /// Requests submitted and not yet ended.
+  /// Requests submitted whose client has not yet seen the end (the output stage counts them down).
   int num_live_requests() const { return live_requests_.load(); }
   /// KV blocks held right now (read from the engine's last update).
   int num_used_blocks() const { return used_blocks_.load(); }
 
  private:
   Engine(const EngineConfig& config, ModelSource model, std::unique_ptr<Backend> backend,
-         prometheus::Registry& registry);
+         StatsObserver* stats);
   absl::Status Initialize();
   /// Bytes the KV pool may take when --num_kv_blocks is 0 (see engine.cc).
   absl::StatusOr<size_t> KvCacheBudget(size_t block_bytes);
   void Loop();
   void AdmitSubmitted(std::vector<std::unique_ptr<ActiveRequest>> submitted);
+  void ApplyStops(const std::vector<SeqId>& stops);
   void AbortCancelledAndExpired();
   void Step();
   /// The next token's sampling parameters; draws the request's next uniform.
@@ -75,14 +86,17 @@ class Engine {
   void ProcessToken(ActiveRequest& req, int32_t token, std::vector<float> logits,
                     TokenLogprobs* logprobs);
   void Abort(ActiveRequest& req, absl::Status status);
-  /// Frees the request's blocks and forgets it; returns its sink for the last call.
-  std::shared_ptr<RequestSink> Release(SeqId id);
-  void UpdateGauges();
+  /// Frees the request's blocks and forgets it.
+  void Release(SeqId id);
+  /// Records the blocks in use (for num_used_blocks and the iteration's peak).
+  void NoteBlockUsage();
+  /// Completes the iteration's stats and hands its output to the output stage.
+  void FlushIteration();
 
   EngineConfig config_;
   ModelSource source_;
   std::unique_ptr<Backend> backend_;
-  EngineMetrics metrics_;
+  StatsObserver* stats_;
   ModelInfo info_;
 
   std::unique_ptr<Model> model_;
@@ -94,6 +108,7 @@ class Engine {
   // Engine-thread state.
   std::map<SeqId, std::unique_ptr<ActiveRequest>> active_;
   SeqId next_seq_id_ = 1;
+  EngineIterationOutput iteration_;  // what this iteration hands the output stage
 
   // Shared with submitting threads.
   std::mutex mu_;
@@ -101,9 +116,11 @@ class Engine {
   std::vector<std::unique_ptr<ActiveRequest>> submitted_;  // guarded by mu_
   bool stopping_ = false;                                  // guarded by mu_
   bool wake_ = false;                                      // guarded by mu_
+  std::vector<SeqId> stop_requests_;                       // guarded by mu_
   std::atomic<int> live_requests_{0};
   std::atomic<int> used_blocks_{0};
   std::atomic<uint64_t> unseeded_counter_{0};
+  std::unique_ptr<OutputProcessor> output_;  // started before, stopped after thread_
   std::thread thread_;
 };
 

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "base/ceil_div.h"
 
 namespace kvserve {
 namespace {
@@ -32,8 +33,7 @@ absl::StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(Backend& backen
   std::unique_ptr<ModelRunner> runner(new ModelRunner(backend, model, cache));
   runner->max_tokens_ = max_tokens;
   runner->max_seqs_ = max_seqs;
-  runner->max_blocks_per_seq_ =
-      (model.config().max_context + cache.block_size() - 1) / cache.block_size();
+  runner->max_blocks_per_seq_ = CeilDiv(model.config().max_context, cache.block_size());
   // tokens, positions, slots; cu_seqlens, 2 × context lens, 2 × block tables;
   // sample rows.
   const size_t ints = 3 * size_t(max_tokens) + 3 * size_t(max_seqs) + 1 +
@@ -95,7 +95,7 @@ absl::Status ModelRunner::PrepareInputs(const ScheduleOutput& schedule, const Sc
   const int block_size = cache_.block_size();
   int width = 1;  // block-table columns this step
   for (const ScheduledChunk* c : ordered) {
-    width = std::max(width, (c->start + c->num_tokens + block_size - 1) / block_size);
+    width = std::max(width, CeilDiv(c->start + c->num_tokens, block_size));
   }
   int prefill_tokens = 0, max_q = 0, p_max_ctx = 0, d_max_ctx = 0;
   for (const ScheduledChunk* c : ordered) {

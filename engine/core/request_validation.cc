@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "base/ceil_div.h"
 
 namespace kvserve {
 namespace {
@@ -108,7 +109,7 @@ absl::Status ValidateRequest(const Request& r, const ModelInfo& m) {
 
   // A sequence must fit in the KV pool on its own, or it could never finish.
   const int64_t total = prompt_len + int64_t{EffectiveMaxNewTokens(r, m)};
-  const int64_t blocks = (total + m.kv_block_size - 1) / m.kv_block_size;
+  const int64_t blocks = CeilDiv(total, int64_t{m.kv_block_size});
   if (blocks > m.kv_num_blocks) {
     return Invalid("prompt + max_new_tokens = ", total, " tokens needs ", blocks,
                    " KV blocks, more than the whole pool of ", m.kv_num_blocks,

@@ -39,7 +39,7 @@ void Scheduler::Preempt(SeqId id, ScheduleOutput& out) {
   blocks_.Free(seq.block_table);
   seq.num_computed = 0;
   seq.num_cached_blocks = 0;
-  seq.status = SequenceStatus::kPreempted;
+  seq.status = SequenceStatus::kWaiting;  // num_preemptions says it ran before
   ++seq.num_preemptions;
   running_.erase(std::find(running_.begin(), running_.end(), id));
   InsertWaitingInArrivalOrder(id);
@@ -145,7 +145,6 @@ void Scheduler::Remove(SeqId id) {
   if (it == seqs_.end()) return;
   Sequence& seq = *it->second;
   blocks_.Free(seq.block_table);
-  seq.status = SequenceStatus::kFinished;
   if (auto r = std::find(running_.begin(), running_.end(), id); r != running_.end()) running_.erase(r);
   if (auto w = std::find(waiting_.begin(), waiting_.end(), id); w != waiting_.end()) waiting_.erase(w);
   seqs_.erase(it);

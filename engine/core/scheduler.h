@@ -75,7 +75,6 @@ class Scheduler {
   int num_waiting() const { return static_cast<int>(waiting_.size()); }
   const std::vector<SeqId>& running() const { return running_; }
   const std::deque<SeqId>& waiting() const { return waiting_; }
-  const SchedulerConfig& config() const { return config_; }
 
  private:
   void Preempt(SeqId id, ScheduleOutput& out);

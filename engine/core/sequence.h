@@ -2,7 +2,6 @@
 #pragma once
 
 #include <cstdint>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "engine/kv/block_manager.h"
@@ -12,13 +11,9 @@ namespace kvserve {
 using SeqId = uint64_t;
 
 enum class SequenceStatus {
-  kWaiting,    // queued, never admitted
-  kRunning,    // admitted: holds blocks, is prefilled or decoded each step
-  kPreempted,  // was running; blocks freed, tokens kept, waits to be recomputed
-  kFinished,   // done or aborted; about to be removed
+  kWaiting,  // in the waiting line: never admitted, or preempted (blocks freed, tokens kept)
+  kRunning,  // admitted: holds blocks, is prefilled or decoded each step
 };
-
-absl::string_view SequenceStatusName(SequenceStatus status);
 
 struct Sequence {
   Sequence(SeqId seq_id, std::vector<int32_t> prompt)
@@ -39,7 +34,6 @@ struct Sequence {
   int num_preemptions = 0;
 
   int num_tokens() const { return static_cast<int>(tokens.size()); }
-  int num_generated() const { return num_tokens() - prompt_len; }
   /// Tokens still to run through the model before the next sample.
   int num_uncomputed() const { return num_tokens() - num_computed; }
 };

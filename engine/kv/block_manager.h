@@ -22,6 +22,7 @@
 #include "absl/types/span.h"
 #include "engine/kv/block_hash.h"
 #include "engine/kv/prefix_cache_index.h"
+#include "base/ceil_div.h"
 
 namespace kvserve {
 
@@ -48,7 +49,7 @@ class BlockManager {
   /// Blocks whose content is registered, in use or free.
   int num_cached_blocks() const { return index_ ? index_->num_cached_blocks() : 0; }
   /// Blocks needed to hold `num_tokens` tokens.
-  int BlocksFor(int num_tokens) const { return (num_tokens + block_size_ - 1) / block_size_; }
+  int BlocksFor(int num_tokens) const { return CeilDiv(num_tokens, block_size_); }
 
   /// The longest cached prefix of `tokens` (whose full blocks hash to
   /// `hashes`), leaving at least the last token to compute so that the step

@@ -15,6 +15,7 @@
 #include "kernels/attention_math.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/cpu/thread_pool.h"
+#include "base/ceil_div.h"
 
 namespace kvserve::cpu {
 namespace {
@@ -64,11 +65,20 @@ inline float DotUnrolled(const float* x, const float* y, int n) {
   return sum;
 }
 
+// The dispatch of target_clones is an ifunc, whose resolver the dynamic
+// loader runs before ThreadSanitizer's runtime is up; instrumented, it
+// crashes at load. A TSan build (deploy/run-tsan.sh) compiles one version.
+#if defined(__SANITIZE_THREAD__)
+#define KV_CPU_CLONES
+#else
+#define KV_CPU_CLONES __attribute__((target_clones("arch=haswell", "default")))
+#endif
+
 // One query position, all `group` query heads that share KV head `kvh`:
 // out[g] = softmax(q[g] · K[0..num_keys)ᵀ · scale) · V[0..num_keys). Each key
 // and value row is read once for the whole group. Compiled twice: for
 // AVX2+FMA machines and for any x86-64, chosen at load time.
-__attribute__((target_clones("arch=haswell", "default")))
+KV_CPU_CLONES
 void AttendGroup(const float* q, int group, int dim, const PagedRows& keys,
                  const PagedRows& values, int num_keys, float scale, std::vector<float>& scores,
                  float* out) {
@@ -130,7 +140,7 @@ void PrefillHead(const float* q, int64_t row_stride, int q_len, int context, con
 
 absl::Status CheckBlockTable(const int32_t* table, int num_keys, int block_size, int max_blocks,
                              int64_t num_blocks) {
-  const int needed = (num_keys + block_size - 1) / block_size;
+  const int needed = CeilDiv(num_keys, block_size);
   if (needed > max_blocks) {
     return absl::OutOfRangeError(absl::StrCat("context of ", num_keys, " tokens needs ", needed,
                                               " blocks; the block table holds ", max_blocks));

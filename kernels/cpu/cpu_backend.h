@@ -11,7 +11,6 @@ class CpuBackend final : public Backend {
   /// Makes OpenBLAS single-threaded: the backend parallelizes its own loops
   /// (GEMM column slices, attention heads) over one thread pool.
   CpuBackend();
-  DeviceKind device() const override { return DeviceKind::kCpu; }
   std::string name() const override { return "cpu"; }
   DType compute_dtype() const override { return DType::kFloat32; }
 

@@ -31,14 +31,14 @@ class ThreadPool {
 
  private:
   void WorkerLoop();
-  void RunItems();
+  void RunItems(const std::function<void(int)>& fn, int n);
 
   std::vector<std::thread> workers_;
   std::mutex mu_;
   std::condition_variable work_cv_;
   std::condition_variable done_cv_;
   const std::function<void(int)>* fn_ = nullptr;  // guarded by mu_
-  int n_ = 0;
+  int n_ = 0;                // guarded by mu_
   uint64_t generation_ = 0;  // guarded by mu_; bumped per ParallelFor
   int busy_workers_ = 0;     // guarded by mu_
   bool stop_ = false;        // guarded by mu_

@@ -44,7 +44,6 @@ class CudaBackend final : public Backend {
   static absl::StatusOr<std::unique_ptr<CudaBackend>> Create(const CudaBackendOptions& options);
   ~CudaBackend() override;
 
-  DeviceKind device() const override { return DeviceKind::kCuda; }
   std::string name() const override { return "cuda"; }
   DType compute_dtype() const override { return dtype_; }
   absl::StatusOr<DeviceMemoryInfo> MemoryInfo() override;

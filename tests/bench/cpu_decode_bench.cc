@@ -87,8 +87,7 @@ int Run() {
   EngineConfig engine_config;
   engine_config.max_num_seqs = *std::max_element(batches->begin(), batches->end());
   engine_config.max_num_batched_tokens = std::max(1024, engine_config.max_num_seqs);
-  prometheus::Registry registry;
-  auto engine = Engine::Create(engine_config, *std::move(source), std::make_unique<CpuBackend>(), registry);
+  auto engine = Engine::Create(engine_config, *std::move(source), std::make_unique<CpuBackend>());
   if (!engine.ok()) {
     std::fprintf(stderr, "%s\n", std::string(engine.status().message()).c_str());
     return 1;

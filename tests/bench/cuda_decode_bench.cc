@@ -120,9 +120,8 @@ int Run() {
   source.name = "llama-3.2-1b-shaped-random";
   source.config = config;
   source.weights = std::make_unique<RandomWeightSource>(config, /*seed=*/1);
-  prometheus::Registry registry;
   const absl::Time load_start = absl::Now();
-  auto engine = Engine::Create(ec, std::move(source), *std::move(backend), registry);
+  auto engine = Engine::Create(ec, std::move(source), *std::move(backend));
   if (!engine.ok()) {
     std::fprintf(stderr, "%s\n", engine.status().ToString().c_str());
     return 1;

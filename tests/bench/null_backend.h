@@ -15,7 +15,6 @@ class NullBackend final : public Backend {
  public:
   /// `token`: what every Sample row returns.
   explicit NullBackend(int32_t token) : token_(token) {}
-  DeviceKind device() const override { return DeviceKind::kCpu; }
   std::string name() const override { return "null"; }
   DType compute_dtype() const override { return DType::kFloat32; }
 
