@@ -61,14 +61,16 @@ TEST(ClientTest, QueueFullIsResourceExhaustedAndRetriesSucceed) {
   EngineConfig config;
   config.max_num_seqs = 1;
   config.max_queued_requests = 0;
-  auto server = StartTestServer(FixtureDir("tiny-llama-gqa"), config);
-  // Hold the only slot with a long stream.
+  // The built-in model (context 2048) so that the holding stream lasts seconds,
+  // not the few milliseconds 480 tokens of a tiny fixture take.
+  auto server = StartTestServer("", config);
+  // Hold the only slot with a long stream (cancelled below).
   CancellationToken hold;
   CallOptions hold_options;
   hold_options.cancel = &hold;
   std::atomic<bool> holding{false};
   std::thread holder([&] {
-    server->client->GenerateStream(TokenRequest({1, 2}, 480), [&](const StreamChunk&) { holding = true; },
+    server->client->GenerateStream(TokenRequest({1, 2}, 2000), [&](const StreamChunk&) { holding = true; },
                                    hold_options);
   });
   while (!holding) absl::SleepFor(absl::Milliseconds(5));
