@@ -126,6 +126,42 @@ TEST_F(OutputProcessorTest, AbortsReachTheSinkAndStopDrainsTheQueue) {
   EXPECT_EQ(sink->text, "x");
 }
 
+// A client that saw its request end and then scrapes /metrics must see that
+// iteration's stats (its KV blocks back, its tokens counted): the stats go
+// to the observer before the outputs go to the sinks. The sink here looks at
+// the observer at the moment the final output arrives; no timing involved.
+class StatsAtFinishSink final : public RequestSink {
+ public:
+  explicit StatsAtFinishSink(Recorder& recorder) : recorder_(recorder) {}
+  void OnOutput(RequestOutput output) override {
+    if (output.finish_reason != FinishReason::kNone) {
+      finishes_seen_ = recorder_.finishes();
+      tokens_seen_ = recorder_.generation_tokens();
+      inner_.OnOutput(std::move(output));
+    }
+  }
+  void OnAbort(absl::Status status) override { inner_.OnAbort(std::move(status)); }
+  bool IsCancelled() const override { return false; }
+  bool WaitDone() { return inner_.WaitDone(absl::Seconds(10)); }
+  int finishes_seen() const { return finishes_seen_; }
+  int tokens_seen() const { return tokens_seen_; }
+
+ private:
+  Recorder& recorder_;
+  testing::CollectingSink inner_;
+  int finishes_seen_ = -1;  // written on the output thread before inner_ is done
+  int tokens_seen_ = -1;
+};
+
+TEST_F(OutputProcessorTest, AnIterationsStatsArePublishedBeforeItsOutputsReachClients) {
+  auto sink = std::make_shared<StatsAtFinishSink>(recorder_);
+  output_.Push(Iteration({Added(5, sink, {}), TokenSampled{5, Byte('a')}}));
+  output_.Push(Iteration({TokenSampled{5, Byte('b'), FinishReason::kLength}}));
+  ASSERT_TRUE(sink->WaitDone());
+  EXPECT_EQ(sink->finishes_seen(), 1) << "the client saw its end before the stats did";
+  EXPECT_EQ(sink->tokens_seen(), 2);
+}
+
 // Through a real engine (the built-in model, byte tokenizer): a stop string
 // in the middle of the greedy text ends the request there, and its blocks
 // and its slot are free by the time the client sees the end.

@@ -69,9 +69,26 @@ void OutputProcessor::Process(EngineIterationOutput& output) {
         },
         event);
   }
-  // After the events, so that a scrape right after a request's end already
-  // sees its tokens counted.
+  // Stats first, then the clients: a client that saw its request end and
+  // then scrapes /metrics sees this iteration (its tokens counted, its KV
+  // blocks back), never the one before.
   if (stats_) stats_->OnIteration(stats);
+  for (Delivery& d : deliveries_) {
+    if (d.output) {
+      d.sink->OnOutput(*std::move(d.output));
+    } else {
+      d.sink->OnAbort(std::move(d.abort));
+    }
+  }
+  deliveries_.clear();
+}
+
+void OutputProcessor::Deliver(std::shared_ptr<RequestSink> sink, RequestOutput output) {
+  deliveries_.push_back(Delivery{std::move(sink), std::move(output), absl::OkStatus()});
+}
+
+void OutputProcessor::DeliverAbort(std::shared_ptr<RequestSink> sink, absl::Status status) {
+  deliveries_.push_back(Delivery{std::move(sink), std::nullopt, std::move(status)});
 }
 
 void OutputProcessor::Handle(RequestAdded& event) {
@@ -133,7 +150,7 @@ void OutputProcessor::Handle(TokenSampled& event, IterationStats& stats) {
   if (req.capture_logits) out.logits.push_back(std::move(event.logits));
   if (event.logprobs) out.logprobs.push_back(*std::move(event.logprobs));
   if (reason == FinishReason::kNone) {
-    req.sink->OnOutput(std::move(out));
+    Deliver(req.sink, std::move(out));
     return;
   }
   stats.e2e_latency_s.push_back(absl::ToDoubleSeconds(now - req.arrival));
@@ -146,7 +163,7 @@ void OutputProcessor::Handle(TokenSampled& event, IterationStats& stats) {
   std::shared_ptr<RequestSink> sink = std::move(req.sink);
   requests_.erase(it);
   request_ended_();  // before the end is visible: a client that saw it sees the count down
-  sink->OnOutput(std::move(out));
+  Deliver(std::move(sink), std::move(out));
 }
 
 void OutputProcessor::Handle(RequestAborted& event) {
@@ -157,7 +174,7 @@ void OutputProcessor::Handle(RequestAborted& event) {
   std::shared_ptr<RequestSink> sink = std::move(it->second.sink);
   requests_.erase(it);
   request_ended_();
-  sink->OnAbort(std::move(event.status));
+  DeliverAbort(std::move(sink), std::move(event.status));
 }
 
 void OutputProcessor::Handle(StopApplied& event) {
@@ -173,7 +190,7 @@ bool OutputProcessor::DeliverHeld(SeqId id) {
   RequestOutput out = *std::move(it->second.held_final);
   requests_.erase(it);
   request_ended_();
-  sink->OnOutput(std::move(out));
+  Deliver(std::move(sink), std::move(out));
   return true;
 }
 

@@ -18,6 +18,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <vector>
 
 #include "engine/core/engine_output.h"
 #include "engine/core/iteration_stats.h"
@@ -58,6 +59,13 @@ class OutputProcessor {
     std::optional<RequestOutput> held_final;
   };
 
+  /// What a sink is handed, held until the iteration's stats are published.
+  struct Delivery {
+    std::shared_ptr<RequestSink> sink;
+    std::optional<RequestOutput> output;  // set: OnOutput; empty: OnAbort(abort)
+    absl::Status abort;
+  };
+
   void Loop();
   void Process(EngineIterationOutput& output);
   void Handle(RequestAdded& event);
@@ -67,6 +75,8 @@ class OutputProcessor {
   /// Delivers a held stop-string finish, if any, and forgets the request.
   /// Returns false when nothing was held.
   bool DeliverHeld(SeqId id);
+  void Deliver(std::shared_ptr<RequestSink> sink, RequestOutput output);
+  void DeliverAbort(std::shared_ptr<RequestSink> sink, absl::Status status);
 
   const Tokenizer* tokenizer_;
   StatsObserver* stats_;
@@ -74,6 +84,7 @@ class OutputProcessor {
   std::function<void()> request_ended_;
 
   std::map<SeqId, RequestState> requests_;  // output thread only
+  std::vector<Delivery> deliveries_;        // output thread only, one iteration's
 
   std::mutex mu_;
   std::condition_variable cv_;
