@@ -83,7 +83,7 @@ struct Choice {
 
 Choice Choose() {
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) return {"avx512f", avx512::Product, 32};
+  if (__builtin_cpu_supports("avx512f")) return {"avx512f", avx512::Product, 16};
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
     return {"avx2+fma", avx2::Product, 16};
   return {"portable", portable::Product, 1};
