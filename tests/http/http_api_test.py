@@ -255,6 +255,8 @@ class HttpApiTest(unittest.TestCase):
         for item in content:
             self.assertEqual(set(item), {"token", "logprob", "bytes", "top_logprobs"})
             self.assertEqual(len(item["top_logprobs"]), 3)
+            self.assertTrue(all(0 <= b <= 255 for b in item["bytes"]), item)
+            self.assertEqual(bytes(item["bytes"]), item["token"].encode())
 
     def test_stop_string_cuts_the_text(self):
         request = {"prompt": [1, 40, 50, 60], "max_tokens": 40, "ignore_eos": True}
