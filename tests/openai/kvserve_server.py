@@ -6,7 +6,6 @@ deadlines, never on sleeps of a fixed length: CI runs on a loaded machine."""
 import os
 import re
 import signal
-import socket
 import subprocess
 import threading
 import time
@@ -15,14 +14,6 @@ import urllib.request
 
 START_DEADLINE_S = 120
 DRAIN_DEADLINE_S = 60
-
-
-def free_port():
-    """A port nobody listens on now. The server binds it a moment later; if
-    another process takes it first, start() sees the server fail and retries."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def scrape(metrics_url):
@@ -60,28 +51,29 @@ class KvserveServer:
         return f"http://127.0.0.1:{self.metrics_port}/metrics"
 
     def start(self):
-        for _ in range(3):
-            self.http_port = free_port()
-            self.process = subprocess.Popen(
-                [os.environ["KVSERVE_BIN"], "--host=127.0.0.1", "--port=0", "--metrics_port=0",
-                 "--http_host=127.0.0.1", f"--http_port={self.http_port}", *self.flags],
-                stderr=subprocess.PIPE, text=True)
-            if self._wait_until_serving():
-                return
+        # Port 0 everywhere: the server picks free ports and logs them.
+        self.process = subprocess.Popen(
+            [os.environ["KVSERVE_BIN"], "--host=127.0.0.1", "--port=0", "--metrics_port=0",
+             "--http_host=127.0.0.1", "--http_port=0", *self.flags],
+            stderr=subprocess.PIPE, text=True)
+        if not self._wait_until_serving():
             self.process.kill()
             self.process.wait()
-        raise RuntimeError("kvserve-server did not start:\n" + "".join(self.log[-30:]))
+            raise RuntimeError("kvserve-server did not start:\n" + "".join(self.log[-30:]))
 
     def _wait_until_serving(self):
-        """True once the metrics port is logged and /health answers 200."""
-        self.metrics_port = None
+        """True once the HTTP and metrics ports are logged and /health is 200."""
+        self.http_port = self.metrics_port = None
         for line in self.process.stderr:
             self.log.append(line)
+            match = re.search(r"HTTP API on http://[0-9.]+:(\d+)/", line)
+            if match:
+                self.http_port = int(match.group(1))
             match = re.search(r"metrics on http://[0-9.]+:(\d+)/", line)
             if match:
                 self.metrics_port = int(match.group(1))
-                break
-        if self.metrics_port is None:
+                break  # the last of the start-up lines
+        if self.http_port is None or self.metrics_port is None:
             return False
         # Keep draining stderr so that the server never blocks on a full pipe.
         threading.Thread(target=self._drain_stderr, daemon=True).start()
