@@ -17,14 +17,6 @@ except ImportError:  # the venv fixture could not reach PyPI
     print("the `openai` package is not installed (offline?): skipped")
     sys.exit(SKIP)
 
-# Until the HTTP API lands (branch `http`), the server has no --http_port: skip
-# rather than fail. Remove once merged.
-import subprocess  # noqa: E402
-if "--http_port" not in subprocess.run([os.environ["KVSERVE_BIN"], "--helpfull"],
-                                       capture_output=True, text=True).stdout:
-    print("kvserve-server has no --http_port yet (the HTTP API is not merged): skipped")
-    sys.exit(SKIP)
-
 API_KEY = "kvserve-needs-no-key"  # the client insists on one; kvserve ignores it
 CLIENT_TIMEOUT_S = 300
 

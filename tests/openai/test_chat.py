@@ -3,6 +3,8 @@
 real kvserve-server on the tiny Qwen2 fixture with a ChatML template: shape,
 usage (equal to the rendered prompt's), streaming, n > 1, logprobs and
 top_logprobs, stop strings, content parts, seeds and the extensions."""
+import unittest
+
 import common
 from common import ServerTestCase, render_chatml
 from test_completions import pick_stop_string
@@ -96,14 +98,29 @@ class ChatCompletionsTest(ServerTestCase):
         for entry in content:
             self.assertIsInstance(entry.token, str)
             self.assertLessEqual(entry.logprob, 0.0)
-            if entry.bytes is not None:
-                self.assertTrue(all(0 <= b < 256 for b in entry.bytes))
             tops = [top.logprob for top in entry.top_logprobs]
             self.assertEqual(len(tops), 3)
             self.assertEqual(tops, sorted(tops, reverse=True))
             # Greedy: the chosen token is the most likely one.
             self.assertAlmostEqual(entry.logprob, tops[0], places=4)
             self.assertEqual(entry.token, entry.top_logprobs[0].token)
+
+    @unittest.expectedFailure  # http-findings.md 1: `bytes` come out signed (-17 for 0xEF)
+    def test_logprob_bytes_are_unsigned(self):
+        response = self.chat(max_completion_tokens=12, logprobs=True, top_logprobs=2)
+        for entry in response.choices[0].logprobs.content:
+            for values in [entry.bytes] + [top.bytes for top in entry.top_logprobs]:
+                self.assertTrue(all(0 <= b < 256 for b in values), values)
+
+    @unittest.expectedFailure  # http-findings.md 2: `bytes` are those of the decoded text
+    def test_logprob_bytes_join_to_the_content(self):
+        """OpenAI: `bytes` are a token's own UTF-8 bytes, so that characters
+        split over tokens can be put back together: joined, they decode to the
+        content (the tiny model's byte-level tokens split many characters)."""
+        response = self.chat(max_completion_tokens=12, logprobs=True)
+        joined = bytes(b for entry in response.choices[0].logprobs.content for b in entry.bytes)
+        self.assertEqual(joined.decode("utf-8", errors="replace"),
+                         response.choices[0].message.content)
 
     def test_logprobs_without_top_logprobs(self):
         response = self.chat(max_completion_tokens=4, logprobs=True)

@@ -101,10 +101,13 @@ class ErrorsTest(ServerTestCase):
         self.assertIn("Unknown role: robot", fields["message"])
 
     def test_missing_required_fields(self):
-        error = self.bad_completion(max_tokens=4)  # no prompt
-        self.assert_openai_error(error, 400, param="prompt")
-        error = self.bad_chat()  # no messages
-        self.assert_openai_error(error, 400, param="messages")
+        # The typed methods refuse to send these; the client's raw post does.
+        for path, body, param in (("/completions", {"max_tokens": 4}, "prompt"),
+                                  ("/chat/completions", {}, "messages")):
+            with self.subTest(path=path, missing=param):
+                with self.assertRaises(openai.BadRequestError) as caught:
+                    self.client.post(path, body={"model": self.model, **body}, cast_to=object)
+                self.assert_openai_error(caught.exception, 400, param=param)
 
     def test_server_still_serves_after_errors(self):
         self.bad_completion(prompt="Hello", temperature="hot")
