@@ -56,11 +56,17 @@ NAME=$(curl -sf "http://127.0.0.1:$HTTP_PORT/v1/models" |
        /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["data"][0]["id"])')
 echo "== serving $NAME: gRPC :$GRPC_PORT, HTTP :$HTTP_PORT; ISL $ISL, OSL $OSL, $REQUESTS requests"
 
+snap() { /usr/bin/python3 tools/compare_aiperf.py snapshot \
+           "http://127.0.0.1:$METRICS_PORT/metrics" "$SERVER" "$OUT/$1.json"; }
+# Each tool runs under /usr/bin/time (CPU seconds of it and its children).
+timed() { local run=$1; shift; /usr/bin/time -f "%e %U %S" -o "$OUT/$run.time" "$@"; }
+
 for C in $CONCURRENCY; do
   echo "== concurrency $C: load before AIPerf: $(uptime | sed 's/.*load/load/')" | tee -a "$OUT/load.txt"
   # AIPerf: completions, streamed; exact lengths (ignore_eos, stddev 0);
   # output tokens as the server counts them (usage), like kvserve-bench.
-  "$VENV/bin/aiperf" profile --model "$NAME" --url "http://127.0.0.1:$HTTP_PORT" \
+  snap "aiperf-c$C.before"
+  timed "aiperf-c$C" "$VENV/bin/aiperf" profile --model "$NAME" --url "http://127.0.0.1:$HTTP_PORT" \
     --endpoint-type completions --streaming --use-legacy-max-tokens \
     --tokenizer "$OUT/tokenizer" --isl "$ISL" --prompt-input-tokens-stddev 0 \
     --osl "$OSL" --prompt-output-tokens-stddev 0 --extra-inputs ignore_eos:true \
@@ -68,14 +74,17 @@ for C in $CONCURRENCY; do
     --warmup-request-count "$C" --random-seed 1 --no-server-metrics --ui-type none \
     --output-artifact-dir "$OUT/aiperf-c$C" > "$OUT/aiperf-c$C.log" 2>&1 ||
     { tail -30 "$OUT/aiperf-c$C.log"; exit 1; }
+  snap "aiperf-c$C.after"
   INPUTS=$(find "$OUT/aiperf-c$C" -name inputs.json | head -1)
   /usr/bin/python3 tools/compare_aiperf.py prompts "$INPUTS" "$OSL" > "$OUT/prompts-c$C.jsonl"
   echo "== concurrency $C: load before kvserve-bench: $(uptime | sed 's/.*load/load/')" | tee -a "$OUT/load.txt"
-  "$BUILD_DIR"/client/kvserve-bench --target "127.0.0.1:$GRPC_PORT" --concurrency "$C" \
+  snap "bench-c$C.before"
+  timed "bench-c$C" "$BUILD_DIR"/client/kvserve-bench --target "127.0.0.1:$GRPC_PORT" --concurrency "$C" \
     --requests "$REQUESTS" --warmup_requests "$C" --prompts_file "$OUT/prompts-c$C.jsonl" \
     --metrics_url "http://127.0.0.1:$METRICS_PORT/metrics" --progress=false \
     --json_out "$OUT/bench-c$C.json" > "$OUT/bench-c$C.log" 2>&1 ||
     { tail -30 "$OUT/bench-c$C.log"; exit 1; }
+  snap "bench-c$C.after"
 done
 echo "== after: $(uptime | sed 's/.*load/load/')" | tee -a "$OUT/load.txt"
 echo

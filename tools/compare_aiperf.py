@@ -5,6 +5,10 @@
       AIPerf's inputs.json (the request bodies it sent) → kvserve-bench's
       --prompts_file lines {"text": ..., "max_new_tokens": OSL}, so that both
       tools send the very same prompts.
+  compare_aiperf.py snapshot METRICS_URL SERVER_PID OUT_JSON
+      The server's own TTFT and ITL histogram sums and counts (arrival → first
+      token, token → token, so without transport or client) and its CPU time;
+      taken before and after each tool's run.
   compare_aiperf.py table OUT_DIR C [C ...]
       The side-by-side table from OUT_DIR/aiperf-cC/profile_export_aiperf.json
       and OUT_DIR/bench-cC.json, one pair of rows per concurrency C.
@@ -14,10 +18,10 @@ The two tools define ITL differently (docs/bench.md): AIPerf's
 kvserve-bench's TPOT; kvserve-bench's `itl_ms` is per gap between streamed
 messages, which is AIPerf's `inter_chunk_latency` when every chunk carries one
 token. The table shows both pairs under the same definition."""
-import glob
 import json
 import os
 import sys
+import urllib.request
 
 
 def prompts(inputs_json, osl):
@@ -33,6 +37,51 @@ def prompts(inputs_json, osl):
             count += 1
     if count == 0:
         sys.exit(f"no prompts in {inputs_json}")
+
+
+def snapshot(metrics_url, pid, out_json):
+    text = urllib.request.urlopen(metrics_url, timeout=10).read().decode()
+    values = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            series, value = line.rsplit(" ", 1)
+            values[series] = float(value)
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    snap = {"cpu_s": (int(fields[11]) + int(fields[12])) / ticks}
+    for key, name in (("ttft", "kvserve_time_to_first_token_seconds"),
+                      ("itl", "kvserve_inter_token_latency_seconds")):
+        snap[key + "_sum"] = values.get(name + "_sum", 0.0)
+        snap[key + "_count"] = values.get(name + "_count", 0.0)
+    with open(out_json, "w") as f:
+        json.dump(snap, f)
+
+
+def server_side(out_dir, run):
+    """The server's mean TTFT and ITL (ms) and CPU seconds over one tool's run
+    (warmup included), from the snapshots around it."""
+    try:
+        with open(os.path.join(out_dir, f"{run}.before.json")) as f:
+            before = json.load(f)
+        with open(os.path.join(out_dir, f"{run}.after.json")) as f:
+            after = json.load(f)
+    except OSError:
+        return None
+
+    def mean_ms(key):
+        count = after[key + "_count"] - before[key + "_count"]
+        return 1000 * (after[key + "_sum"] - before[key + "_sum"]) / count if count else None
+
+    client_cpu = None
+    try:
+        with open(os.path.join(out_dir, f"{run}.time")) as f:
+            wall, user, system = (float(x) for x in f.read().split()[-3:])
+            client_cpu = (user + system, wall)
+    except (OSError, ValueError):
+        pass
+    return {"ttft": mean_ms("ttft"), "itl": mean_ms("itl"),
+            "server_cpu": after["cpu_s"] - before["cpu_s"], "client_cpu": client_cpu}
 
 
 def aiperf_row(path):
@@ -99,9 +148,9 @@ def table(out_dir, levels):
     print("| conc | tool | " + " | ".join(title for _, title in COLUMNS) + " | requests (errors) |")
     print("|---|---|" + "---|" * len(COLUMNS) + "---|")
     for c in levels:
-        aiperf = glob.glob(os.path.join(out_dir, f"aiperf-c{c}", "**",
-                                        "profile_export_aiperf.json"), recursive=True)
-        rows = [("AIPerf (HTTP/SSE)", aiperf_row(aiperf[0]))] if aiperf else []
+        # The top-level export is the profiling phase (phases/ also holds the warmup's).
+        aiperf = os.path.join(out_dir, f"aiperf-c{c}", "profile_export_aiperf.json")
+        rows = [("AIPerf (HTTP/SSE)", aiperf_row(aiperf))] if os.path.exists(aiperf) else []
         rows.append(("kvserve-bench (gRPC)", bench_row(os.path.join(out_dir, f"bench-c{c}.json"))))
         for tool, row in rows:
             cells = [cell(row[key], 2 if key == "req_s" else 1) for key, _ in COLUMNS]
@@ -116,11 +165,32 @@ def table(out_dir, levels):
             print(f"| {c} | AIPerf vs bench | " + ", ".join(ratios) + " | | | | | | | |")
 
 
+def where_time_went(out_dir, levels):
+    print("\nServer side over each run (warmup included): mean TTFT and ITL from the "
+          "server's own histograms (no transport, no client), CPU seconds of the server "
+          "and of the load tester (with its child processes) over the run's wall time.\n")
+    print("| conc | tool | server TTFT mean ms | server ITL mean ms | server CPU s "
+          "| client CPU s / wall s |")
+    print("|---|---|---|---|---|---|")
+    for c in levels:
+        for run, tool in ((f"aiperf-c{c}", "AIPerf"), (f"bench-c{c}", "kvserve-bench")):
+            side = server_side(out_dir, run)
+            if side is None:
+                continue
+            client = "—" if side["client_cpu"] is None else \
+                f"{side['client_cpu'][0]:.1f} / {side['client_cpu'][1]:.1f}"
+            print(f"| {c} | {tool} | {cell(side['ttft'])} | {cell(side['itl'])} "
+                  f"| {side['server_cpu']:.1f} | {client} |")
+
+
 def main():
-    if len(sys.argv) >= 4 and sys.argv[1] == "prompts":
+    if len(sys.argv) >= 5 and sys.argv[1] == "snapshot":
+        snapshot(sys.argv[2], sys.argv[3], sys.argv[4])
+    elif len(sys.argv) >= 4 and sys.argv[1] == "prompts":
         prompts(sys.argv[2], sys.argv[3])
     elif len(sys.argv) >= 4 and sys.argv[1] == "table":
         table(sys.argv[2], sys.argv[3:])
+        where_time_went(sys.argv[2], sys.argv[3:])
     else:
         sys.exit(__doc__)
 
