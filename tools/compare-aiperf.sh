@@ -8,7 +8,10 @@
 #   tools/compare-aiperf.sh [BUILD_DIR] [MODEL]
 #   (defaults: build, and SmolLM2-135M-Instruct fetched by tools/fetch-smollm2.sh)
 #   Environment: CONCURRENCY ("4 16"), REQUESTS (64), ISL (128), OSL (64),
-#   OUT (BUILD_DIR/compare-aiperf), AIPERF_VENV (BUILD_DIR/aiperf-venv).
+#   OUT (BUILD_DIR/compare-aiperf), AIPERF_VENV (BUILD_DIR/aiperf-venv),
+#   SERVER_CPUS / CLIENT_CPUS (taskset lists, e.g. 1 and 0: the server and the
+#   load testers on separate cores, so a load tester's own CPU use cannot
+#   slow the server down; unset: no pinning).
 #
 # Prefix caching is off on the server: the second tool sends the first one's
 # prompts, and cached prefixes would make its TTFT unfairly short.
@@ -42,7 +45,10 @@ fi
 
 free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 GRPC_PORT=$(free_port); HTTP_PORT=$(free_port); METRICS_PORT=$(free_port)
-"$BUILD_DIR"/server/kvserve --model "$MODEL" --host 127.0.0.1 --port "$GRPC_PORT" \
+# taskset execs its command, so $! stays the server's pid (its CPU time is read from /proc).
+SERVER_PIN=(); [ -n "${SERVER_CPUS:-}" ] && SERVER_PIN=(taskset -c "$SERVER_CPUS")
+CLIENT_PIN=(); [ -n "${CLIENT_CPUS:-}" ] && CLIENT_PIN=(taskset -c "$CLIENT_CPUS")
+"${SERVER_PIN[@]}" "$BUILD_DIR"/server/kvserve --model "$MODEL" --host 127.0.0.1 --port "$GRPC_PORT" \
   --http_host 127.0.0.1 --http_port "$HTTP_PORT" --metrics_port "$METRICS_PORT" \
   --enable_prefix_caching=false 2> "$OUT/server.log" &
 SERVER=$!
@@ -59,7 +65,10 @@ echo "== serving $NAME: gRPC :$GRPC_PORT, HTTP :$HTTP_PORT; ISL $ISL, OSL $OSL, 
 snap() { /usr/bin/python3 tools/compare_aiperf.py snapshot \
            "http://127.0.0.1:$METRICS_PORT/metrics" "$SERVER" "$OUT/$1.json"; }
 # Each tool runs under /usr/bin/time (CPU seconds of it and its children).
-timed() { local run=$1; shift; /usr/bin/time -f "%e %U %S" -o "$OUT/$run.time" "$@"; }
+timed() {
+  local run=$1; shift
+  "${CLIENT_PIN[@]}" /usr/bin/time -f "%e %U %S" -o "$OUT/$run.time" "$@"
+}
 
 for C in $CONCURRENCY; do
   echo "== concurrency $C: load before AIPerf: $(uptime | sed 's/.*load/load/')" | tee -a "$OUT/load.txt"
