@@ -6,6 +6,12 @@
 
 namespace kvserve::http {
 
+void PostGate::NotifyCallEvents(const std::weak_ptr<HttpConnection>& connection) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!open_) return;
+  if (auto c = connection.lock()) c->PostCallEvents();
+}
+
 uint64_t ConnectionRegistry::Add(std::weak_ptr<HttpConnection> connection) {
   std::lock_guard<std::mutex> lock(mu_);
   const uint64_t id = next_id_++;

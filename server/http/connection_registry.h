@@ -4,8 +4,6 @@
 // io_context goes away, so a late output never posts into a dead context).
 #pragma once
 
-#include <boost/asio/any_io_executor.hpp>
-#include <boost/asio/post.hpp>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -16,12 +14,14 @@ namespace kvserve::http {
 
 class HttpConnection;
 
+/// Holds no executor itself: what the engine keeps (a GenerationCall's
+/// notify) must not own anything of the io_context, which may be gone when
+/// the engine lets go of it.
 class PostGate {
  public:
-  void Post(const boost::asio::any_io_executor& executor, std::function<void()> fn) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (open_) boost::asio::post(executor, std::move(fn));
-  }
+  /// Posts the connection's drain of its call's events, if both still exist.
+  void NotifyCallEvents(const std::weak_ptr<HttpConnection>& connection);
+  /// After this, nothing is posted; waits for a post in progress.
   void Close() {
     std::lock_guard<std::mutex> lock(mu_);
     open_ = false;

@@ -27,7 +27,10 @@ GenerationCall::GenerationCall(std::function<void()> notify, std::shared_ptr<Cal
   tracker_->Add();
 }
 
-GenerationCall::~GenerationCall() { tracker_->Remove(); }
+GenerationCall::~GenerationCall() {
+  notify_ = nullptr;  // before shutdown, waiting on the tracker, may go on
+  tracker_->Remove();
+}
 
 void GenerationCall::Push(ChoiceEvent event) {
   bool notify = false;

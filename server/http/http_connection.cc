@@ -64,6 +64,10 @@ void HttpConnection::Close() {
   net::post(socket_.get_executor(), [self = shared_from_this()] { self->CloseNow(); });
 }
 
+void HttpConnection::PostCallEvents() {
+  net::post(socket_.get_executor(), [self = shared_from_this()] { self->OnCallEvents(); });
+}
+
 void HttpConnection::ArmTimer(absl::Duration timeout) {
   timer_.expires_after(absl::ToChronoMilliseconds(timeout));
   timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
@@ -132,11 +136,7 @@ void HttpConnection::OnRequest(beast::error_code ec) {
   }
   bhttp::request<bhttp::string_body> request = parser_->release();
   keep_alive_ = request.keep_alive();
-  auto notify = [weak = weak_from_this(), gate = gate_, executor = socket_.get_executor()] {
-    gate->Post(executor, [weak] {
-      if (auto self = weak.lock()) self->OnCallEvents();
-    });
-  };
+  auto notify = [weak = weak_from_this(), gate = gate_] { gate->NotifyCallEvents(weak); };
   auto result = service_.Handle(std::string(request.method_string()),
                                 std::string(request.target()), request.body(), notify);
   if (auto* reply = std::get_if<HttpReply>(&result)) {

@@ -36,6 +36,8 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   void Start();
   /// Any thread: closes the connection on its strand, cancelling its request.
   void Close();
+  /// Any thread: drains the generation's queued events on the strand.
+  void PostCallEvents();
 
  private:
   void ReadRequest();

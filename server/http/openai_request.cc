@@ -51,15 +51,17 @@ class Fields {
                        std::optional<int64_t>* out) {
     const json* v = Get(name);
     if (v == nullptr) return absl::OkStatus();
+    auto out_of_range = [&](const std::string& got) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, " must be in [", min, ", ", max, "], got ", got));
+    };
+    // JSON's non-negative integers parse as unsigned.
     if (v->is_number_unsigned() && v->get<uint64_t>() > uint64_t(max)) {
-      return absl::InvalidArgumentError(absl::StrCat(name, " must be <= ", max));
+      return out_of_range(absl::StrCat(v->get<uint64_t>()));
     }
     if (!v->is_number_integer()) return WrongType(name, "an integer", *v);
     const int64_t x = v->get<int64_t>();
-    if (x < min || x > max) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(name, " must be in [", min, ", ", max, "], got ", x));
-    }
+    if (x < min || x > max) return out_of_range(absl::StrCat(x));
     *out = x;
     return absl::OkStatus();
   }

@@ -45,7 +45,9 @@ json OpenAiResponseBuilder::LogprobsOf(Choice& choice, const RequestOutput& outp
     const std::string text = TokenText(t.token_id);
     return json{{"token", text},
                 {"logprob", t.logprob},
-                {"bytes", std::vector<int>(text.begin(), text.end())}};
+                {"bytes", std::vector<int>(reinterpret_cast<const unsigned char*>(text.data()),
+                                           reinterpret_cast<const unsigned char*>(text.data()) +
+                                               text.size())}};
   };
   json content = json::array();
   for (const TokenLogprobs& l : output.logprobs) {
