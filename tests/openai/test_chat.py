@@ -105,8 +105,8 @@ class ChatCompletionsTest(ServerTestCase):
             self.assertAlmostEqual(entry.logprob, tops[0], places=4)
             self.assertEqual(entry.token, entry.top_logprobs[0].token)
 
-    @unittest.expectedFailure  # http-findings.md 1: `bytes` come out signed (-17 for 0xEF)
     def test_logprob_bytes_are_unsigned(self):
+        """UTF-8 byte values, 0..255 (they once came out signed: -17 for 0xEF)."""
         response = self.chat(max_completion_tokens=12, logprobs=True, top_logprobs=2)
         for entry in response.choices[0].logprobs.content:
             for values in [entry.bytes] + [top.bytes for top in entry.top_logprobs]:
