@@ -42,12 +42,15 @@ json OpenAiResponseBuilder::LogprobsOf(Choice& choice, const RequestOutput& outp
             {"text_offset", offsets}};
   }
   auto entry = [&](const TokenLogprob& t) {
-    const std::string text = TokenText(t.token_id);
-    return json{{"token", text},
+    const std::string bytes = context_.tokenizer != nullptr
+                                  ? context_.tokenizer->TokenBytes(t.token_id)
+                                  : TokenText(t.token_id);
+    const auto* begin = reinterpret_cast<const unsigned char*>(bytes.data());
+    // `token` is the token's text (U+FFFD for a partial character); `bytes`
+    // its raw bytes, which join across tokens into the content.
+    return json{{"token", TokenText(t.token_id)},
                 {"logprob", t.logprob},
-                {"bytes", std::vector<int>(reinterpret_cast<const unsigned char*>(text.data()),
-                                           reinterpret_cast<const unsigned char*>(text.data()) +
-                                               text.size())}};
+                {"bytes", std::vector<int>(begin, begin + bytes.size())}};
   };
   json content = json::array();
   for (const TokenLogprobs& l : output.logprobs) {
