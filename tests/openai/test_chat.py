@@ -3,8 +3,6 @@
 real kvserve-server on the tiny Qwen2 fixture with a ChatML template: shape,
 usage (equal to the rendered prompt's), streaming, n > 1, logprobs and
 top_logprobs, stop strings, content parts, seeds and the extensions."""
-import unittest
-
 import common
 from common import ServerTestCase, render_chatml
 from test_completions import pick_stop_string
@@ -112,7 +110,6 @@ class ChatCompletionsTest(ServerTestCase):
             for values in [entry.bytes] + [top.bytes for top in entry.top_logprobs]:
                 self.assertTrue(all(0 <= b < 256 for b in values), values)
 
-    @unittest.expectedFailure  # http-findings.md 2: `bytes` are those of the decoded text
     def test_logprob_bytes_join_to_the_content(self):
         """OpenAI: `bytes` are a token's own UTF-8 bytes, so that characters
         split over tokens can be put back together: joined, they decode to the
