@@ -2,6 +2,7 @@
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/beast/core/string.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
@@ -101,10 +102,33 @@ void HttpConnection::ReadRequest() {
   parser_->header_limit(static_cast<uint32_t>(limits_.max_header_bytes));
   parser_->body_limit(limits_.max_body_bytes);
   ArmTimer(limits_.idle_timeout);
-  bhttp::async_read(socket_, buffer_, *parser_,
-                    [self = shared_from_this()](beast::error_code ec, size_t) {
-                      self->OnRequest(ec);
-                    });
+  bhttp::async_read_header(socket_, buffer_, *parser_,
+                           [self = shared_from_this()](beast::error_code ec, size_t) {
+                             self->OnHeader(ec);
+                           });
+}
+
+void HttpConnection::OnHeader(beast::error_code ec) {
+  if (ec || closed_) {
+    OnRequest(ec);
+    return;
+  }
+  auto read_body = [self = shared_from_this()](beast::error_code ec, size_t) {
+    if (ec) {
+      self->OnRequest(ec);
+      return;
+    }
+    bhttp::async_read(self->socket_, self->buffer_, *self->parser_,
+                      [self](beast::error_code ec, size_t) { self->OnRequest(ec); });
+  };
+  // curl sends "Expect: 100-continue" with bodies over 1 KiB and waits a
+  // second for this before sending the body.
+  if (beast::iequals(parser_->get()[bhttp::field::expect], "100-continue")) {
+    static constexpr char kContinue[] = "HTTP/1.1 100 Continue\r\n\r\n";
+    net::async_write(socket_, net::buffer(kContinue, sizeof(kContinue) - 1), read_body);
+    return;
+  }
+  read_body(beast::error_code(), 0);
 }
 
 void HttpConnection::OnRequest(beast::error_code ec) {

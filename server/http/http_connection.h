@@ -41,6 +41,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
 
  private:
   void ReadRequest();
+  void OnHeader(boost::beast::error_code ec);
   void OnRequest(boost::beast::error_code ec);
   void Reply(const HttpReply& reply);
   void OnReplyWritten(boost::beast::error_code ec);

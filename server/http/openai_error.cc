@@ -80,7 +80,6 @@ HttpError ToHttpError(const absl::Status& status, const ParamNames& names) {
   if (absl::StartsWith(error.message, "text ") || absl::StartsWith(error.message, "text:")) {
     error.message = absl::StrCat("prompt", error.message.substr(4));
   }
-  size_t best = std::string::npos;
   for (const auto& [grpc_name, http_name] : names) {
     error.message = absl::StrReplaceAll(error.message, {{grpc_name, http_name}});
   }
@@ -95,9 +94,7 @@ HttpError ToHttpError(const absl::Status& status, const ParamNames& names) {
   }
   if (error.param.empty()) {
     // Our own parser's messages start with the parameter's name.
-    const size_t end = error.message.find_first_of(" [.:");
-    best = end == std::string::npos ? error.message.size() : end;
-    error.param = error.message.substr(0, best);
+    error.param = error.message.substr(0, error.message.find_first_of(" [.:"));
   }
   return error;
 }

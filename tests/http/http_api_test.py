@@ -351,6 +351,20 @@ class HttpApiTest(unittest.TestCase):
             s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
             self.assertEqual(s.recv(1), b"")
 
+    def test_expect_100_continue(self):
+        body = json.dumps({"prompt": "Hi", "max_tokens": 2}).encode()
+        with socket.create_connection(("127.0.0.1", self.port), timeout=DEADLINE_S) as s:
+            s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+                      b"Content-Length: %d\r\n\r\n" % len(body))
+            self.assertTrue(s.recv(4096).startswith(b"HTTP/1.1 100 Continue\r\n\r\n"))
+            s.sendall(body)
+            reply = b""
+            while b"total_tokens" not in reply:
+                data = s.recv(4096)
+                self.assertTrue(data, reply)
+                reply += data
+            self.assertTrue(reply.startswith(b"HTTP/1.1 200 OK"), reply)
+
     def test_keep_alive_serves_several_requests_on_one_connection(self):
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=DEADLINE_S)
         for _ in range(3):
