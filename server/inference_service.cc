@@ -23,12 +23,12 @@ grpc::Status NoTokenizer() {
 grpc::ServerUnaryReactor* InferenceService::Generate(grpc::CallbackServerContext* context,
                                                      const v1::GenerateRequest* request,
                                                      v1::GenerateResponse* response) {
-  return new GenerateUnaryReactor(context, request, response, engine_, metrics_);
+  return new GenerateUnaryReactor(context, request, response, engine_, metrics_, in_flight_);
 }
 
 grpc::ServerWriteReactor<v1::GenerateResponse>* InferenceService::GenerateStream(
     grpc::CallbackServerContext* context, const v1::GenerateRequest* request) {
-  return new GenerateStreamReactor(context, request, engine_, metrics_);
+  return new GenerateStreamReactor(context, request, engine_, metrics_, in_flight_);
 }
 
 grpc::ServerUnaryReactor* InferenceService::GetModelInfo(grpc::CallbackServerContext* context,

@@ -5,6 +5,7 @@
 #include "engine/core/engine.h"
 #include "kvserve/v1/inference.grpc.pb.h"
 #include "server/chat_mapping.h"
+#include "server/in_flight_calls.h"
 #include "server/server_metrics.h"
 
 namespace kvserve {
@@ -13,6 +14,9 @@ class InferenceService final : public v1::Inference::CallbackService {
  public:
   InferenceService(Engine& engine, ServerMetrics& metrics, ChatAccess chat)
       : engine_(engine), metrics_(metrics), chat_(std::move(chat)) {}
+
+  /// The generation calls in flight (shutdown drains them).
+  InFlightCalls& in_flight() { return in_flight_; }
 
   grpc::ServerUnaryReactor* Generate(grpc::CallbackServerContext* context,
                                      const v1::GenerateRequest* request,
@@ -43,6 +47,7 @@ class InferenceService final : public v1::Inference::CallbackService {
   Engine& engine_;
   ServerMetrics& metrics_;
   ChatAccess chat_;
+  InFlightCalls in_flight_;
 };
 
 }  // namespace kvserve

@@ -22,6 +22,7 @@
 #include "server/backend_factory.h"
 #include "server/chat_setup.h"
 #include "server/flags.h"
+#include "server/grpc_limit_flags.h"
 #include "server/server.h"
 
 namespace kvserve {
@@ -117,6 +118,7 @@ int Run() {
   options.shutdown_grace = absl::Seconds(absl::GetFlag(FLAGS_shutdown_grace_s));
   options.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
   options.tls_key_file = absl::GetFlag(FLAGS_tls_key);
+  options.grpc_limits = GrpcLimitsFromFlags();
   absl::StatusOr<std::unique_ptr<KvServer>> server = KvServer::Start(options, **engine, *registry);
   if (!server.ok()) {
     KV_LOG(ERROR) << server.status().message();
