@@ -48,6 +48,7 @@ grpc::ServerUnaryReactor* InferenceService::Chat(grpc::CallbackServerContext* co
   }
   // The reactor reads the request only while constructing itself.
   const v1::GenerateRequest generate = ToGenerateRequest(*request, *prompt, *chat_.formatter);
+  if (log_prompts_) LogPrompt("Chat", generate);
   return new GenerateUnaryReactor(context, &generate, response, engine_, metrics_, in_flight_);
 }
 
@@ -62,6 +63,7 @@ grpc::ServerWriteReactor<v1::GenerateResponse>* InferenceService::ChatStream(
     return new RefusedStreamReactor(status);
   }
   const v1::GenerateRequest generate = ToGenerateRequest(*request, *prompt, *chat_.formatter);
+  if (log_prompts_) LogPrompt("ChatStream", generate);
   return new GenerateStreamReactor(context, &generate, engine_, metrics_, in_flight_);
 }
 

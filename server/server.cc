@@ -39,8 +39,10 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const Serve
 
 }  // namespace
 
-KvServer::KvServer(Engine& engine, prometheus::Registry& registry, ChatAccess chat)
-    : metrics_registry_(registry), service_(engine, metrics_registry_, std::move(chat)) {}
+KvServer::KvServer(Engine& engine, prometheus::Registry& registry, ChatAccess chat,
+                   bool log_prompts)
+    : metrics_registry_(registry),
+      service_(engine, metrics_registry_, std::move(chat), log_prompts) {}
 
 absl::StatusOr<std::unique_ptr<KvServer>> KvServer::Start(const ServerOptions& options,
                                                           Engine& engine,
@@ -49,7 +51,7 @@ absl::StatusOr<std::unique_ptr<KvServer>> KvServer::Start(const ServerOptions& o
     return absl::InvalidArgumentError(absl::StrCat("--port must be in [0, 65535], got ", options.port));
   }
   if (absl::Status s = options.grpc_limits.Validate(); !s.ok()) return s;
-  std::unique_ptr<KvServer> server(new KvServer(engine, registry, options.chat));
+  std::unique_ptr<KvServer> server(new KvServer(engine, registry, options.chat, options.log_prompts));
   server->options_ = options;
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> creds = Credentials(options);
   if (!creds.ok()) return creds.status();

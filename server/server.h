@@ -29,6 +29,8 @@ struct ServerOptions {
   std::string tls_key_file;
   /// Streams, memory, keepalive and connection lifetimes (the --grpc_* flags).
   GrpcLimits grpc_limits;
+  /// Log each generation request's prompt (--log_prompts); never otherwise.
+  bool log_prompts = false;
   /// The chat template's formatter (owned by the caller, outliving the
   /// server), or why chat is unavailable.
   ChatAccess chat;
@@ -48,7 +50,7 @@ class KvServer {
   void Shutdown();
 
  private:
-  KvServer(Engine& engine, prometheus::Registry& registry, ChatAccess chat);
+  KvServer(Engine& engine, prometheus::Registry& registry, ChatAccess chat, bool log_prompts);
 
   ServerOptions options_;
   ServerMetrics metrics_registry_;
