@@ -31,6 +31,7 @@ TEST_PACKAGES=(
   gnuplot-nox
   curl openssl
   python3-jinja2
+  python3-h2
 )
 # What the installed server binary links at run time (used by the Dockerfile).
 RUNTIME_PACKAGES=(

@@ -39,3 +39,6 @@ ABSL_FLAG(double, shutdown_grace_s, 5.0,
 ABSL_FLAG(std::string, tls_cert, "", "PEM certificate chain: serve TLS (with --tls_key).");
 ABSL_FLAG(std::string, tls_key, "", "PEM private key for --tls_cert.");
 ABSL_FLAG(std::string, log_level, "info", "debug, info, warning or error.");
+ABSL_FLAG(bool, log_prompts, false,
+          "Log each generation request's prompt (text or token ids). Off by default: prompts "
+          "are the users' data and are never logged otherwise.");

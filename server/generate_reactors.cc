@@ -53,7 +53,8 @@ void Merge(const RequestOutput& out, v1::GenerateResponse& msg) {
 template <typename Reactor>
 std::optional<grpc::Status> Submit(Reactor* reactor, grpc::CallbackServerContext* context,
                                    const v1::GenerateRequest& proto, Engine& engine,
-                                   std::string* request_id) {
+                                   bool counted, std::string* request_id) {
+  if (!counted) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down");
   absl::StatusOr<Request> request = ToEngineRequest(proto, engine, DeadlineOf(context));
   if (!request.ok()) return ToGrpcStatus(request.status());
   *request_id = request->request_id;
@@ -67,9 +68,10 @@ std::optional<grpc::Status> Submit(Reactor* reactor, grpc::CallbackServerContext
 
 GenerateStreamReactor::GenerateStreamReactor(grpc::CallbackServerContext* context,
                                              const v1::GenerateRequest* request, Engine& engine,
-                                             ServerMetrics& metrics)
-    : engine_(engine), metrics_(metrics) {
-  std::optional<grpc::Status> error = Submit(this, context, *request, engine, &request_id_);
+                                             ServerMetrics& metrics, InFlightCalls& calls)
+    : engine_(engine), metrics_(metrics), calls_(calls), counted_(calls.TryEnter()) {
+  std::optional<grpc::Status> error =
+      Submit(this, context, *request, engine, counted_, &request_id_);
   if (error) {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -85,7 +87,10 @@ void GenerateStreamReactor::Deliver(RequestOutput output) {
     std::lock_guard<std::mutex> lock(mu_);
     if (!has_pending_) {
       pending_.Clear();
-      pending_.set_request_id(request_id_);
+      // The id rides the first message only: repeating a client's id in
+      // every message would multiply its size by the stream's length.
+      if (!sent_request_id_) pending_.set_request_id(request_id_);
+      sent_request_id_ = true;
       has_pending_ = true;
     }
     Merge(output, pending_);
@@ -145,18 +150,27 @@ void GenerateStreamReactor::OnCancel() {
   engine_.Wake();
 }
 
+void GenerateStreamReactor::OnDone() {
+  if (counted_) calls_.Exit();
+  Unref();
+}
+
 GenerateUnaryReactor::GenerateUnaryReactor(grpc::CallbackServerContext* context,
                                            const v1::GenerateRequest* request,
                                            v1::GenerateResponse* response, Engine& engine,
-                                           ServerMetrics& metrics)
-    : engine_(engine), metrics_(metrics), response_(response) {
+                                           ServerMetrics& metrics, InFlightCalls& calls)
+    : engine_(engine),
+      metrics_(metrics),
+      calls_(calls),
+      counted_(calls.TryEnter()),
+      response_(response) {
   std::string request_id;
   std::optional<grpc::Status> error;
   {
     // Under mu_: once submitted, the engine may Deliver (and merge into
     // response_) before the request id is written.
     std::lock_guard<std::mutex> lock(mu_);
-    error = Submit(this, context, *request, engine, &request_id);
+    error = Submit(this, context, *request, engine, counted_, &request_id);
     response_->set_request_id(request_id);
   }
   if (error) FinishOnce(*error, OutcomeLabel(*error));
@@ -189,6 +203,11 @@ void GenerateUnaryReactor::FinishOnce(grpc::Status status, const std::string& ou
 void GenerateUnaryReactor::OnCancel() {
   cancelled_.store(true);
   engine_.Wake();
+}
+
+void GenerateUnaryReactor::OnDone() {
+  if (counted_) calls_.Exit();
+  Unref();
 }
 
 }  // namespace kvserve

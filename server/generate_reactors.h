@@ -6,7 +6,9 @@
 // the engine's sink (dropped when the engine releases the request), so
 // neither side ever touches a deleted reactor. gRPC operations (StartWrite,
 // Finish) are started outside the reactor's mutex, because gRPC may run the
-// resulting reactions inline on the calling thread.
+// resulting reactions inline on the calling thread. Each counts itself in
+// InFlightCalls from construction to OnDone (refused with UNAVAILABLE once
+// the server drains), so that shutdown knows when nothing is in flight.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -18,6 +20,7 @@
 
 #include "engine/core/engine.h"
 #include "kvserve/v1/inference.grpc.pb.h"
+#include "server/in_flight_calls.h"
 #include "server/server_metrics.h"
 
 namespace kvserve {
@@ -41,7 +44,7 @@ class GenerateStreamReactor final : public grpc::ServerWriteReactor<v1::Generate
                                     public RefCountedReactor {
  public:
   GenerateStreamReactor(grpc::CallbackServerContext* context, const v1::GenerateRequest* request,
-                        Engine& engine, ServerMetrics& metrics);
+                        Engine& engine, ServerMetrics& metrics, InFlightCalls& calls);
 
   // From the engine thread, through the sink.
   void Deliver(RequestOutput output);
@@ -51,19 +54,22 @@ class GenerateStreamReactor final : public grpc::ServerWriteReactor<v1::Generate
   // gRPC reactions.
   void OnWriteDone(bool ok) override;
   void OnCancel() override;
-  void OnDone() override { Unref(); }
+  void OnDone() override;
 
  private:
   void Pump();  // starts the next write, or the finish when due
 
   Engine& engine_;
   ServerMetrics& metrics_;
+  InFlightCalls& calls_;
+  const bool counted_;  // counted in calls_ (false: refused, the server drains)
   std::string request_id_;
   std::atomic<bool> cancelled_{false};
 
   std::mutex mu_;
   v1::GenerateResponse pending_;    // merged outputs not yet written
   bool has_pending_ = false;
+  bool sent_request_id_ = false;    // a message carrying request_id is queued or written
   v1::GenerateResponse in_flight_;  // owned by gRPC between StartWrite and OnWriteDone
   bool writing_ = false;
   bool write_failed_ = false;       // the client is gone; drop further writes
@@ -75,20 +81,23 @@ class GenerateStreamReactor final : public grpc::ServerWriteReactor<v1::Generate
 class GenerateUnaryReactor final : public grpc::ServerUnaryReactor, public RefCountedReactor {
  public:
   GenerateUnaryReactor(grpc::CallbackServerContext* context, const v1::GenerateRequest* request,
-                       v1::GenerateResponse* response, Engine& engine, ServerMetrics& metrics);
+                       v1::GenerateResponse* response, Engine& engine, ServerMetrics& metrics,
+                       InFlightCalls& calls);
 
   void Deliver(RequestOutput output);
   void DeliverAbort(absl::Status status);
   bool cancelled() const { return cancelled_.load(); }
 
   void OnCancel() override;
-  void OnDone() override { Unref(); }
+  void OnDone() override;
 
  private:
   void FinishOnce(grpc::Status status, const std::string& outcome);
 
   Engine& engine_;
   ServerMetrics& metrics_;
+  InFlightCalls& calls_;
+  const bool counted_;
   v1::GenerateResponse* response_;
   std::atomic<bool> cancelled_{false};
   std::mutex mu_;

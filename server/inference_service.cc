@@ -1,6 +1,8 @@
 #include "server/inference_service.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/logging.h"
 #include "server/generate_reactors.h"
 #include "server/request_mapping.h"
 
@@ -20,15 +22,24 @@ grpc::Status NoTokenizer() {
 
 }  // namespace
 
+void LogPrompt(const char* rpc, const v1::GenerateRequest& request) {
+  KV_LOG(INFO) << rpc << " request_id=\"" << request.request_id() << "\" prompt: "
+               << (request.has_token_ids()
+                       ? absl::StrCat("[", absl::StrJoin(request.token_ids().ids(), ","), "]")
+                       : request.text());
+}
+
 grpc::ServerUnaryReactor* InferenceService::Generate(grpc::CallbackServerContext* context,
                                                      const v1::GenerateRequest* request,
                                                      v1::GenerateResponse* response) {
-  return new GenerateUnaryReactor(context, request, response, engine_, metrics_);
+  if (log_prompts_) LogPrompt("Generate", *request);
+  return new GenerateUnaryReactor(context, request, response, engine_, metrics_, in_flight_);
 }
 
 grpc::ServerWriteReactor<v1::GenerateResponse>* InferenceService::GenerateStream(
     grpc::CallbackServerContext* context, const v1::GenerateRequest* request) {
-  return new GenerateStreamReactor(context, request, engine_, metrics_);
+  if (log_prompts_) LogPrompt("GenerateStream", *request);
+  return new GenerateStreamReactor(context, request, engine_, metrics_, in_flight_);
 }
 
 grpc::ServerUnaryReactor* InferenceService::GetModelInfo(grpc::CallbackServerContext* context,

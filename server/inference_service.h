@@ -5,14 +5,19 @@
 #include "engine/core/engine.h"
 #include "kvserve/v1/inference.grpc.pb.h"
 #include "server/chat_mapping.h"
+#include "server/in_flight_calls.h"
 #include "server/server_metrics.h"
 
 namespace kvserve {
 
 class InferenceService final : public v1::Inference::CallbackService {
  public:
-  InferenceService(Engine& engine, ServerMetrics& metrics, ChatAccess chat)
-      : engine_(engine), metrics_(metrics), chat_(std::move(chat)) {}
+  /// `log_prompts`: log each generation request's prompt (never otherwise).
+  InferenceService(Engine& engine, ServerMetrics& metrics, ChatAccess chat, bool log_prompts)
+      : engine_(engine), metrics_(metrics), chat_(std::move(chat)), log_prompts_(log_prompts) {}
+
+  /// The generation calls in flight (shutdown drains them).
+  InFlightCalls& in_flight() { return in_flight_; }
 
   grpc::ServerUnaryReactor* Generate(grpc::CallbackServerContext* context,
                                      const v1::GenerateRequest* request,
@@ -43,6 +48,11 @@ class InferenceService final : public v1::Inference::CallbackService {
   Engine& engine_;
   ServerMetrics& metrics_;
   ChatAccess chat_;
+  InFlightCalls in_flight_;
+  const bool log_prompts_;
 };
+
+/// The log line --log_prompts writes for a request (its id and its prompt).
+void LogPrompt(const char* rpc, const v1::GenerateRequest& request);
 
 }  // namespace kvserve

@@ -48,7 +48,8 @@ grpc::ServerUnaryReactor* InferenceService::Chat(grpc::CallbackServerContext* co
   }
   // The reactor reads the request only while constructing itself.
   const v1::GenerateRequest generate = ToGenerateRequest(*request, *prompt, *chat_.formatter);
-  return new GenerateUnaryReactor(context, &generate, response, engine_, metrics_);
+  if (log_prompts_) LogPrompt("Chat", generate);
+  return new GenerateUnaryReactor(context, &generate, response, engine_, metrics_, in_flight_);
 }
 
 grpc::ServerWriteReactor<v1::GenerateResponse>* InferenceService::ChatStream(
@@ -62,7 +63,8 @@ grpc::ServerWriteReactor<v1::GenerateResponse>* InferenceService::ChatStream(
     return new RefusedStreamReactor(status);
   }
   const v1::GenerateRequest generate = ToGenerateRequest(*request, *prompt, *chat_.formatter);
-  return new GenerateStreamReactor(context, &generate, engine_, metrics_);
+  if (log_prompts_) LogPrompt("ChatStream", generate);
+  return new GenerateStreamReactor(context, &generate, engine_, metrics_, in_flight_);
 }
 
 }  // namespace kvserve

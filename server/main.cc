@@ -5,7 +5,11 @@
 // Loads the model, starts the engine and the gRPC server, logs one line when
 // serving, and on SIGTERM/SIGINT stops accepting, gives in-flight streams
 // --shutdown_grace_s to finish (then cancels them), and exits 0.
+#include <semaphore.h>
 #include <signal.h>
+
+#include <atomic>
+#include <cerrno>
 
 #include <cstdlib>
 #include <iostream>
@@ -22,12 +26,24 @@
 #include "server/backend_factory.h"
 #include "server/chat_setup.h"
 #include "server/flags.h"
+#include "server/grpc_limit_flags.h"
 #include "server/http/http_server.h"
 #include "server/http_flags.h"
 #include "server/server.h"
 
 namespace kvserve {
 namespace {
+
+// The stop signal's number, posted by its handler. A handler (not only
+// sigwait) because threads that libraries start before main blocks the
+// signals (OpenBLAS's, at load time) would otherwise take SIGTERM with its
+// default action and kill the process mid-shutdown (seen in rapid_reset_test).
+std::atomic<int> stop_signal{0};
+sem_t stop_posted;
+extern "C" void OnStopSignal(int signal_number) {
+  stop_signal.store(signal_number);
+  sem_post(&stop_posted);  // async-signal-safe
+}
 
 absl::Status SetLogLevel(const std::string& level) {
   if (level == "debug") SetMinLogLevel(LogLevel::kDebug);
@@ -57,12 +73,19 @@ int Run() {
     return 2;
   }
 
-  // Block the stop signals in every thread; main waits for them with sigwait.
+  // Block the stop signals in the threads started from here on (they inherit
+  // the mask); main unblocks them once serving and waits for the handler.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  sem_init(&stop_posted, 0, 0);
+  struct sigaction action = {};
+  action.sa_handler = OnStopSignal;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
 
   const std::string model_dir = absl::GetFlag(FLAGS_model);
   absl::StatusOr<ModelSource> source = OpenModelSource(model_dir);
@@ -119,6 +142,8 @@ int Run() {
   options.shutdown_grace = absl::Seconds(absl::GetFlag(FLAGS_shutdown_grace_s));
   options.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
   options.tls_key_file = absl::GetFlag(FLAGS_tls_key);
+  options.grpc_limits = GrpcLimitsFromFlags();
+  options.log_prompts = absl::GetFlag(FLAGS_log_prompts);
   absl::StatusOr<std::unique_ptr<KvServer>> server = KvServer::Start(options, **engine, *registry);
   if (!server.ok()) {
     KV_LOG(ERROR) << server.status().message();
@@ -147,8 +172,10 @@ int Run() {
                                       (*server)->metrics_port(), "/metrics")
                        : std::string());
 
-  int signal_number = 0;
-  sigwait(&stop_signals, &signal_number);
+  pthread_sigmask(SIG_UNBLOCK, &stop_signals, nullptr);
+  while (sem_wait(&stop_posted) != 0 && errno == EINTR) {
+  }
+  const int signal_number = stop_signal.load();
   KV_LOG(INFO) << "received " << (signal_number == SIGTERM ? "SIGTERM" : "SIGINT")
                << ": draining in-flight requests (up to " << absl::GetFlag(FLAGS_shutdown_grace_s)
                << " s)";

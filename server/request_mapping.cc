@@ -11,6 +11,10 @@ namespace {
 // applies first; this keeps one request from monopolizing the tokenizer).
 constexpr size_t kMaxTextBytes = 1 << 20;
 
+// A client's request id is echoed back and shows up in metrics and logs; a
+// bound keeps a huge one from being amplified (issue 13 item 2).
+constexpr size_t kMaxRequestIdBytes = 256;
+
 std::string NewRequestId() {
   static std::atomic<uint64_t> counter{0};
   return absl::StrCat("req-", counter.fetch_add(1) + 1);
@@ -20,6 +24,11 @@ std::string NewRequestId() {
 
 absl::StatusOr<Request> ToEngineRequest(const v1::GenerateRequest& proto, const Engine& engine,
                                         absl::Time deadline) {
+  if (proto.request_id().size() > kMaxRequestIdBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("request_id of ", proto.request_id().size(),
+                                                   " bytes exceeds the limit of ",
+                                                   kMaxRequestIdBytes, " bytes"));
+  }
   Request r;
   r.request_id = proto.request_id().empty() ? NewRequestId() : proto.request_id();
   r.deadline = deadline;

@@ -39,8 +39,10 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const Serve
 
 }  // namespace
 
-KvServer::KvServer(Engine& engine, prometheus::Registry& registry, ChatAccess chat)
-    : metrics_registry_(registry), service_(engine, metrics_registry_, std::move(chat)) {}
+KvServer::KvServer(Engine& engine, prometheus::Registry& registry, ChatAccess chat,
+                   bool log_prompts)
+    : metrics_registry_(registry),
+      service_(engine, metrics_registry_, std::move(chat), log_prompts) {}
 
 absl::StatusOr<std::unique_ptr<KvServer>> KvServer::Start(const ServerOptions& options,
                                                           Engine& engine,
@@ -48,7 +50,8 @@ absl::StatusOr<std::unique_ptr<KvServer>> KvServer::Start(const ServerOptions& o
   if (options.port < 0 || options.port > 65535) {
     return absl::InvalidArgumentError(absl::StrCat("--port must be in [0, 65535], got ", options.port));
   }
-  std::unique_ptr<KvServer> server(new KvServer(engine, registry, options.chat));
+  if (absl::Status s = options.grpc_limits.Validate(); !s.ok()) return s;
+  std::unique_ptr<KvServer> server(new KvServer(engine, registry, options.chat, options.log_prompts));
   server->options_ = options;
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> creds = Credentials(options);
   if (!creds.ok()) return creds.status();
@@ -59,6 +62,7 @@ absl::StatusOr<std::unique_ptr<KvServer>> KvServer::Start(const ServerOptions& o
   const std::string address = absl::StrCat(options.host, ":", options.port);
   builder.AddListeningPort(address, *creds, &server->port_);
   builder.RegisterService(&server->service_);
+  ApplyGrpcLimits(options.grpc_limits, builder);
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->port_ == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", address));
@@ -67,6 +71,10 @@ absl::StatusOr<std::unique_ptr<KvServer>> KvServer::Start(const ServerOptions& o
   health->SetServingStatus(true);
   health->SetServingStatus("kvserve.v1.Inference", true);
 
+  if (options.grpc_limits.malloc_trim_interval_s > 0) {
+    server->trimmer_ = std::make_unique<MemoryTrimmer>(
+        absl::Seconds(options.grpc_limits.malloc_trim_interval_s));
+  }
   if (options.metrics_port >= 0) {
     auto metrics = MetricsHttpServer::Start(options.host, options.metrics_port, registry);
     if (!metrics.ok()) {
@@ -83,12 +91,16 @@ void KvServer::Shutdown() {
   shut_down_ = true;
   if (server_) {
     server_->GetHealthCheckService()->SetServingStatus(false);
-    const auto deadline = std::chrono::system_clock::now() +
-                          absl::ToChronoMilliseconds(options_.shutdown_grace);
-    server_->Shutdown(deadline);
+    // gRPC's Shutdown(deadline) also waits for open connections, idle ones
+    // included, until the deadline. So drain our own calls first (new ones
+    // are refused with UNAVAILABLE), then let gRPC cancel what is left and
+    // close every connection at once.
+    service_.in_flight().Drain(absl::Now() + options_.shutdown_grace);
+    server_->Shutdown(std::chrono::system_clock::now());
     server_->Wait();
   }
   metrics_.reset();
+  trimmer_.reset();
 }
 
 KvServer::~KvServer() { Shutdown(); }

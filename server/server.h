@@ -11,7 +11,9 @@
 #include "absl/time/time.h"
 #include "engine/core/engine.h"
 #include "server/chat_mapping.h"
+#include "server/grpc_limits.h"
 #include "server/inference_service.h"
+#include "server/memory_trimmer.h"
 #include "server/metrics_http.h"
 #include "server/server_metrics.h"
 
@@ -25,6 +27,10 @@ struct ServerOptions {
   absl::Duration shutdown_grace = absl::Seconds(5);
   std::string tls_cert_file;  // PEM; with tls_key_file, serve TLS instead of plaintext
   std::string tls_key_file;
+  /// Streams, memory, keepalive and connection lifetimes (the --grpc_* flags).
+  GrpcLimits grpc_limits;
+  /// Log each generation request's prompt (--log_prompts); never otherwise.
+  bool log_prompts = false;
   /// The chat template's formatter (owned by the caller, outliving the
   /// server), or why chat is unavailable.
   ChatAccess chat;
@@ -46,13 +52,14 @@ class KvServer {
   void Shutdown();
 
  private:
-  KvServer(Engine& engine, prometheus::Registry& registry, ChatAccess chat);
+  KvServer(Engine& engine, prometheus::Registry& registry, ChatAccess chat, bool log_prompts);
 
   ServerOptions options_;
   ServerMetrics metrics_registry_;
   InferenceService service_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<MetricsHttpServer> metrics_;
+  std::unique_ptr<MemoryTrimmer> trimmer_;  // when --malloc_trim_interval_s > 0
   int port_ = 0;
   bool shut_down_ = false;
 };

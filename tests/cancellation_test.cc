@@ -247,5 +247,26 @@ TEST(ShutdownTest, InFlightStreamsFinishOrAreCancelledAndNothingHangs) {
   EXPECT_GE(ends.count(grpc::StatusCode::OK), 5);
 }
 
+// Issue 13 item 4: with a client connected but idle (nothing in flight),
+// shutdown took the whole grace period, because gRPC's Shutdown(deadline)
+// waits for open connections. It now ends once no call is in flight.
+TEST(ShutdownTest, AnIdleConnectedClientDoesNotDelayShutdown) {
+  ServerOptions options;
+  options.shutdown_grace = absl::Seconds(8);
+  auto server = StartTestServer(FixtureDir("tiny-llama-gqa"), EngineConfig(), options);
+  ASSERT_NE(server, nullptr);
+  // A channel of its own, kept open and idle after one finished call.
+  auto channel = grpc::CreateChannel(server->target(), grpc::InsecureChannelCredentials());
+  auto stub = v1::Inference::NewStub(channel);
+  grpc::ClientContext context;
+  v1::GenerateResponse response;
+  ASSERT_TRUE(stub->Generate(&context, TokenRequest({1, 2, 3}, 4), &response).ok());
+  ASSERT_EQ(channel->GetState(false), GRPC_CHANNEL_READY);
+  const absl::Time start = absl::Now();
+  server->Stop();
+  // Generous for a loaded CI machine; the bug took the full 8 s grace.
+  EXPECT_LT(absl::Now() - start, absl::Seconds(4));
+}
+
 }  // namespace
 }  // namespace kvserve::testing

@@ -220,6 +220,7 @@ TEST_F(ServerTest, InvalidRequestsAreRefusedWithTheFieldAndTheLimit) {
       {"frequency_penalty below -2", [](auto& r) { r.mutable_sampling()->set_frequency_penalty(-3.f); }, "sampling.frequency_penalty must be in [-2, 2], got -3"},
       {"min_p above one", [](auto& r) { r.mutable_sampling()->set_min_p(1.5f); }, "sampling.min_p must be in [0, 1], got 1.5"},
       {"logprobs 21", [](auto& r) { r.mutable_sampling()->set_logprobs(21); }, "sampling.logprobs must be in [0, 20], got 21"},
+      {"request_id of 257 bytes", [](auto& r) { r.set_request_id(std::string(257, 'x')); }, "request_id of 257 bytes exceeds the limit of 256 bytes"},
       {"min_new_tokens above max_new_tokens", [](auto& r) { r.mutable_sampling()->set_min_new_tokens(5); }, "sampling.min_new_tokens (5) must be <= stopping.max_new_tokens (4)"},
   };
   for (const InvalidCase& c : cases) {
@@ -237,6 +238,25 @@ TEST_F(ServerTest, InvalidRequestsAreRefusedWithTheFieldAndTheLimit) {
   }
   EXPECT_GE(server_->Metric("kvserve_requests_total{api=\"grpc\",outcome=\"invalid_argument\"}"), 2.0 * cases.size());
   EXPECT_EQ(server_->Metric("kvserve_kv_blocks_used"), 0);
+}
+
+// Issue 13 item 2: a long client id repeated in every message multiplied the
+// reply's size; it now rides the first message only.
+TEST_F(ServerTest, StreamCarriesTheRequestIdInItsFirstMessageOnly) {
+  v1::GenerateRequest request = TokenRequest({1, 2, 3}, 16);
+  const std::string id(256, 'i');  // the longest accepted
+  request.set_request_id(id);
+  std::vector<std::string> ids;
+  StreamResult r = client().GenerateStream(
+      request, [&](const StreamChunk& chunk) { ids.push_back(chunk.response.request_id()); });
+  ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  ASSERT_GE(ids.size(), 1u);
+  EXPECT_EQ(ids[0], id);
+  for (size_t i = 1; i < ids.size(); ++i) EXPECT_EQ(ids[i], "") << "message " << i;
+  EXPECT_EQ(r.response.request_id(), id);  // the client's merge keeps it
+  auto unary = client().Generate(request);
+  ASSERT_TRUE(unary.ok()) << unary.status();
+  EXPECT_EQ(unary->request_id(), id);
 }
 
 TEST_F(ServerTest, DeadlineExceededEndsTheStream) {

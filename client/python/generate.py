@@ -70,10 +70,12 @@ def main():
         sent = time.monotonic()
         first = None
         token_ids, text, logprobs, last = [], [], [], None
+        request_id = ""  # a stream carries it in its first message only
         try:
             if args.unary:
                 last = stub.Generate(request, timeout=args.timeout_s)
                 first = time.monotonic()
+                request_id = last.request_id
                 token_ids.extend(last.token_ids)
                 text.append(last.text)
                 logprobs.extend(last.logprobs)
@@ -81,6 +83,7 @@ def main():
                 for message in stub.GenerateStream(request, timeout=args.timeout_s):
                     if first is None:
                         first = time.monotonic()
+                        request_id = message.request_id
                     token_ids.extend(message.token_ids)
                     text.append(message.text)
                     logprobs.extend(message.logprobs)
@@ -99,7 +102,7 @@ def main():
     reason = inference_pb2.FinishReason.Name(last.finish_reason)
     elapsed = done - sent
     summary = {
-        "request_id": last.request_id,
+        "request_id": request_id,
         "token_ids": token_ids,
         "text": "".join(text),
         "finish_reason": reason,
