@@ -5,6 +5,8 @@
 // kvserve_kv_blocks_used is back to 0 and no request is left running or
 // waiting. Everything goes through a real server and real channels.
 #include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -49,7 +51,12 @@ class EndCounter {
   int total_ = 0;
 };
 
-pid_t SpawnCli(const std::string& target) {
+// A kvserve-cli process streaming a long generation; its stdout is the read
+// end returned in `out`, so the test can see that it is mid-stream.
+pid_t SpawnCli(const std::string& target, int* out) {
+  int fds[2];
+  EXPECT_EQ(pipe(fds), 0);
+  *out = fds[0];
   std::vector<std::string> args = {KVSERVE_CLI_BIN, "--target", target, "generate",
                                    "--prompt-ids", "5,6,7", "--max-tokens", "1500", "--ignore-eos"};
   std::vector<char*> argv;
@@ -57,11 +64,22 @@ pid_t SpawnCli(const std::string& target) {
   argv.push_back(nullptr);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+  posix_spawn_file_actions_addclose(&actions, fds[0]);
+  posix_spawn_file_actions_addclose(&actions, fds[1]);
   pid_t pid = -1;
   EXPECT_EQ(posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ), 0);
   posix_spawn_file_actions_destroy(&actions);
+  close(fds[1]);
   return pid;
+}
+
+// True once `fd` has output (the CLI printed its first token: the server is
+// generating for it), false after `timeout`.
+bool WaitForOutput(int fd, absl::Duration timeout) {
+  pollfd p{fd, POLLIN, 0};
+  return poll(&p, 1, static_cast<int>(absl::ToInt64Milliseconds(timeout))) == 1 &&
+         (p.revents & POLLIN) != 0;
 }
 
 bool WaitUntil(const std::function<bool()>& condition, absl::Duration timeout) {
@@ -142,12 +160,19 @@ TEST(CancellationTest, NothingLeaksAndEveryStreamEnds) {
       if (!r.ok() && r.status().code() == absl::StatusCode::kCancelled) ++unary_cancelled;
     });
   }
-  std::vector<pid_t> clis;
-  for (int i = 0; i < 5; ++i) clis.push_back(SpawnCli(server->target()));
-  absl::SleepFor(absl::Milliseconds(500));
-  for (pid_t pid : clis) {
+  // Killed only once each is mid-stream: on a loaded machine a client killed
+  // after a fixed delay may not have sent its request yet.
+  std::vector<std::pair<pid_t, int>> clis;
+  for (int i = 0; i < 5; ++i) {
+    int out = -1;
+    const pid_t pid = SpawnCli(server->target(), &out);
+    clis.emplace_back(pid, out);
+  }
+  for (auto [pid, out] : clis) {
+    EXPECT_TRUE(WaitForOutput(out, absl::Seconds(120))) << "kvserve-cli " << pid << " never streamed";
     kill(pid, SIGKILL);
     waitpid(pid, nullptr, 0);
+    close(out);
   }
 
   cancel_queued.join();
@@ -170,7 +195,7 @@ TEST(CancellationTest, NothingLeaksAndEveryStreamEnds) {
     return server->Metric(std::string("kvserve_requests_total{outcome=\"") + name + "\"}");
   };
   EXPECT_TRUE(WaitUntil([&] { return outcome("cancelled") + outcome("deadline_exceeded") + outcome("length") == 170; },
-                        absl::Seconds(10)))
+                        absl::Seconds(60)))
       << "cancelled " << outcome("cancelled") << ", deadline_exceeded " << outcome("deadline_exceeded")
       << ", length " << outcome("length");
   EXPECT_EQ(outcome("cancelled"), 130);  // 100 + 20 + 5 unary + 5 killed clients
