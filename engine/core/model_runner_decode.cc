@@ -1,7 +1,7 @@
 // ModelRunner's decode-step preparation: a step whose chunks are all one
 // token long is padded to its bucket (decode_buckets.h), its metadata written
-// at the bucket's fixed offsets and copied up in one copy of the bucket's
-// fixed size. Rows are ordered sampled-first, so sample_rows is the identity
+// at the bucket's fixed offsets and copied up in one copy (outside any
+// recorded graph, so its length may end at the last byte a kernel reads). Rows are ordered sampled-first, so sample_rows is the identity
 // and the sampled rows' logits are the first ones; padded rows read token 0
 // at position 0, write no K/V (kPadSlot), attend to nothing (context 0) and
 // are never sampled.
@@ -25,7 +25,7 @@ absl::Status ModelRunner::PrepareDecodeBucket(const ScheduleOutput& schedule, St
   host_ints_.resize(l.words);  // within the capacity reserved at start-up
   int32_t* h = host_ints_.data();
   const int block_size = cache_.block_size();
-  int max_context = 0;
+  int max_context = 0, last_columns = 0;
   for (int r = 0; r < n; ++r) {
     const ScheduledChunk& c = *rows[r];
     RunnerSequence& seq = *state_->Find(c.seq_id);  // Apply checked it is held
@@ -42,6 +42,7 @@ absl::Status ModelRunner::PrepareDecodeBucket(const ScheduleOutput& schedule, St
     // Columns past the context are never read: left as they are.
     std::memcpy(h + l.block_tables + size_t(r) * l.width, block_row, columns * sizeof(int32_t));
     max_context = std::max(max_context, context);
+    last_columns = columns;
     if (c.samples) {
       sampling_->Add(state_->NextSamplingRow(seq));
       result.seq_ids.push_back(c.seq_id);
@@ -75,7 +76,10 @@ absl::Status ModelRunner::PrepareDecodeBucket(const ScheduleOutput& schedule, St
   batch.sample_rows = Tensor(device + l.sample_rows, DType::kInt32, {batch.num_samples});
   result.num_tokens = n;
   result.padded_batch = b;
-  return backend_.CopyToDevice(h, l.words * sizeof(int32_t), device);
+  // Up to the last real row's last needed column: padded rows' table rows
+  // (context 0) and columns past a context are never read.
+  const size_t words = l.block_tables + size_t(n - 1) * l.width + last_columns;
+  return backend_.CopyToDevice(h, words * sizeof(int32_t), device);
 }
 
 }  // namespace kvserve
