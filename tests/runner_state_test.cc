@@ -20,6 +20,8 @@
 namespace kvserve::testing {
 namespace {
 
+using ::testing::ElementsAre;
+
 TEST(RunnerStateTest, FollowsTheSchedulerThroughPreemptionPrefixHitsAndRemoval) {
   constexpr int kBlockSize = 4, kMaxSeqs = 4;
   BlockManager blocks(/*num_blocks=*/9, kBlockSize, /*enable_prefix_caching=*/true);
@@ -67,6 +69,57 @@ TEST(RunnerStateTest, FollowsTheSchedulerThroughPreemptionPrefixHitsAndRemoval) 
   EXPECT_GT(preemptions, 0) << "the pool was too large to preempt";
   EXPECT_GT(hits, 0) << "no prefix-cache hit";
   EXPECT_EQ(removed, static_cast<int>(next_id) - 1);
+}
+
+// The messages themselves, step by step: a sequence's data once, then only
+// what changed (the sampled token, a block when one is appended), then its id
+// in `finished` after removal.
+TEST(RunnerStateTest, ScheduleOutputSendsDataOnceThenDeltas) {
+  BlockManager blocks(/*num_blocks=*/4, /*block_size=*/4);
+  SchedulerConfig config;
+  config.max_num_seqs = 2;
+  config.max_num_batched_tokens = 8;
+  Scheduler scheduler(config, blocks);
+  scheduler.Add(std::make_unique<Sequence>(1, std::vector<int32_t>{1, 2, 3}));
+  scheduler.Add(std::make_unique<Sequence>(2, std::vector<int32_t>{4, 5, 6}));
+
+  ScheduleOutput s1 = scheduler.Schedule();
+  ASSERT_EQ(s1.new_seqs.size(), 2u);
+  EXPECT_EQ(s1.new_seqs[0].seq_id, 1u);
+  EXPECT_THAT(s1.new_seqs[0].tokens, ElementsAre(1, 2, 3));
+  EXPECT_EQ(s1.new_seqs[0].prompt_len, 3);
+  EXPECT_EQ(s1.new_seqs[0].block_ids.size(), 1u);
+  EXPECT_EQ(s1.new_seqs[0].num_computed, 0);
+  EXPECT_EQ(s1.cached_seqs.size(), 0);
+  scheduler.AppendToken(1, 100);
+  scheduler.AppendToken(2, 101);
+
+  ScheduleOutput s2 = scheduler.Schedule();  // position 3: still in the first block
+  EXPECT_TRUE(s2.new_seqs.empty());
+  ASSERT_EQ(s2.cached_seqs.size(), 2);
+  EXPECT_THAT(s2.cached_seqs.NewTokens(0), ElementsAre(100));
+  EXPECT_THAT(s2.cached_seqs.NewTokens(1), ElementsAre(101));
+  EXPECT_TRUE(s2.cached_seqs.NewBlocks(0).empty());
+  EXPECT_EQ(s2.cached_seqs.num_computed[0], 3);
+  scheduler.AppendToken(1, 102);
+  scheduler.AppendToken(2, 103);
+
+  ScheduleOutput s3 = scheduler.Schedule();  // position 4: a second block each
+  ASSERT_EQ(s3.cached_seqs.size(), 2);
+  EXPECT_THAT(s3.cached_seqs.NewTokens(0), ElementsAre(102));
+  EXPECT_EQ(s3.cached_seqs.NewBlocks(0).size(), 1u);
+  EXPECT_EQ(s3.cached_seqs.NewBlocks(1).size(), 1u);
+  scheduler.AppendToken(1, 104);
+  scheduler.AppendToken(2, 105);
+  scheduler.Remove(2);
+
+  ScheduleOutput s4 = scheduler.Schedule();
+  EXPECT_THAT(s4.finished, ElementsAre(2u));
+  ASSERT_EQ(s4.cached_seqs.size(), 1);
+  EXPECT_EQ(s4.cached_seqs.seq_ids[0], 1u);
+  EXPECT_THAT(s4.cached_seqs.NewTokens(0), ElementsAre(104));
+  scheduler.Remove(1);
+  EXPECT_EQ(blocks.num_used_blocks(), 0);
 }
 
 TEST(RunnerStateTest, MessagesThatDoNotFitTheStateAreInternalErrors) {
