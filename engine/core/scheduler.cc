@@ -57,6 +57,7 @@ void Scheduler::CacheComputedBlocks(Sequence& seq) {
 ScheduleOutput Scheduler::Schedule() {
   ScheduleOutput out;
   out.finished.swap(finished_);
+  scheduled_.clear();
   // The previous step ran: what it computed may now be shared.
   for (SeqId id : running_) CacheComputedBlocks(*seqs_.at(id));
   int budget = config_.max_num_batched_tokens;
@@ -96,6 +97,7 @@ ScheduleOutput Scheduler::Schedule() {
     if (self_preempted) break;  // it was the last running sequence
     blocks_.Append(seq.block_table, seq.num_computed + n);
     out.chunks.push_back({seq.id, seq.num_computed, n, seq.num_computed + n == seq.num_tokens()});
+    scheduled_.push_back(&seq);
     seq.num_computed += n;
     budget -= n;
   }
@@ -122,6 +124,7 @@ ScheduleOutput Scheduler::Schedule() {
       seq.status = SequenceStatus::kRunning;
       out.admitted.push_back(seq.id);
       out.chunks.push_back({seq.id, cached, n, cached + n == seq.num_tokens()});
+      scheduled_.push_back(&seq);
       seq.num_computed = cached + n;
       budget -= n;
       if (blocks_.prefix_caching()) {
@@ -142,8 +145,9 @@ void Scheduler::DescribeForRunner(ScheduleOutput& out) {
     v->reserve(out.chunks.size() + 1);
   }
   cached.seq_ids.reserve(out.chunks.size());
-  for (const ScheduledChunk& c : out.chunks) {
-    Sequence& seq = *seqs_.at(c.seq_id);
+  for (size_t i = 0; i < out.chunks.size(); ++i) {
+    const ScheduledChunk& c = out.chunks[i];
+    Sequence& seq = *scheduled_[i];  // the chunk's sequence, without a second lookup
     if (seq.num_tokens_sent == 0) {
       NewSequenceData& d = out.new_seqs.emplace_back();
       d.seq_id = seq.id;

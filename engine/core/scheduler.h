@@ -72,6 +72,7 @@ class Scheduler {
   std::vector<SeqId> running_;  // admission order, oldest first
   std::deque<SeqId> waiting_;   // arrival order (SeqIds increase with arrival)
   std::vector<SeqId> finished_;  // removed while running, for the next ScheduleOutput
+  std::vector<Sequence*> scheduled_;  // this Schedule()'s chunks' sequences, in order
 };
 
 }  // namespace kvserve
