@@ -22,6 +22,7 @@ BUILD_PACKAGES=(
   libpcre2-dev
   libedit-dev
   libicu-dev
+  libboost1.81-dev
 )
 # Tests and tools: the Python client example/test, the load generator's plot,
 # and a virtualenv with PyPI's `tokenizers` for the tokenizer differential test.

@@ -22,6 +22,8 @@
 #include "server/backend_factory.h"
 #include "server/chat_setup.h"
 #include "server/flags.h"
+#include "server/http/http_server.h"
+#include "server/http_flags.h"
 #include "server/server.h"
 
 namespace kvserve {
@@ -123,6 +125,21 @@ int Run() {
     KV_LOG(ERROR) << server.status().message();
     return 1;
   }
+  std::unique_ptr<http::HttpServer> http_server;
+  if (absl::GetFlag(FLAGS_http_port) >= 0) {
+    http::HttpServerOptions http_options = HttpServerOptionsFromFlags();
+    http_options.chat = chat->access;
+    auto started = http::HttpServer::Start(http_options, **engine, (*server)->metrics());
+    if (!started.ok()) {
+      KV_LOG(ERROR) << started.status().message();
+      (*server)->Shutdown();
+      (*engine)->Stop();
+      return 1;
+    }
+    http_server = *std::move(started);
+    KV_LOG(INFO) << "OpenAI-compatible HTTP API on http://" << http_options.host << ":"
+                 << http_server->port() << "/v1";
+  }
   const ModelInfo& info = (*engine)->info();
   KV_LOG(INFO) << "serving " << info.model_name << " on " << options.host << ":"
                << (*server)->port() << " (" << info.device << ", " << info.dtype << ")"
@@ -136,7 +153,11 @@ int Run() {
   KV_LOG(INFO) << "received " << (signal_number == SIGTERM ? "SIGTERM" : "SIGINT")
                << ": draining in-flight requests (up to " << absl::GetFlag(FLAGS_shutdown_grace_s)
                << " s)";
+  // Both APIs drain at once and share the grace period.
+  const absl::Time deadline = absl::Now() + absl::Seconds(absl::GetFlag(FLAGS_shutdown_grace_s));
+  if (http_server) http_server->BeginDrain();
   (*server)->Shutdown();
+  if (http_server) http_server->Shutdown(deadline);
   (*engine)->Stop();
   KV_LOG(INFO) << "stopped";
   return 0;

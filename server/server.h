@@ -39,6 +39,8 @@ class KvServer {
 
   int port() const { return port_; }
   int metrics_port() const { return metrics_ ? metrics_->port() : -1; }
+  /// kvserve_requests_total, shared with the HTTP API.
+  ServerMetrics& metrics() { return metrics_registry_; }
   /// Stops accepting calls, lets in-flight ones finish within the grace
   /// period, cancels the rest, and waits for all of them. Idempotent.
   void Shutdown();

@@ -1,6 +1,6 @@
-// Request outcomes, counted once per RPC when it ends:
-// kvserve_requests_total{outcome="length"|"eos"|"stop"|"cancelled"|
-// "deadline_exceeded"|"invalid_argument"|"resource_exhausted"|"unavailable"|"error"}.
+// Request outcomes, counted once per request when it ends, by API:
+// kvserve_requests_total{api="grpc"|"http", outcome="length"|"eos"|"stop"|"cancelled"|
+// "deadline_exceeded"|"invalid_argument"|"not_found"|"resource_exhausted"|"unavailable"|"error"}.
 #pragma once
 
 #include <string>
@@ -12,10 +12,12 @@
 
 namespace kvserve {
 
+enum class Api { kGrpc, kHttp };
+
 class ServerMetrics {
  public:
   explicit ServerMetrics(prometheus::Registry& registry);
-  void RecordOutcome(const std::string& outcome);
+  void RecordOutcome(const std::string& outcome, Api api = Api::kGrpc);
 
  private:
   prometheus::Family<prometheus::Counter>& requests_;

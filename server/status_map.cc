@@ -20,6 +20,7 @@ std::string OutcomeLabel(const grpc::Status& status) {
     case grpc::StatusCode::CANCELLED: return "cancelled";
     case grpc::StatusCode::DEADLINE_EXCEEDED: return "deadline_exceeded";
     case grpc::StatusCode::INVALID_ARGUMENT: return "invalid_argument";
+    case grpc::StatusCode::NOT_FOUND: return "not_found";
     case grpc::StatusCode::RESOURCE_EXHAUSTED: return "resource_exhausted";
     case grpc::StatusCode::UNAVAILABLE: return "unavailable";
     default: return "error";

@@ -31,7 +31,7 @@ def total(values, name):
 def start_server(test, *flags):
     """A CPU server on the default model; returns (process, grpc port, metrics port)."""
     server = subprocess.Popen(
-        [os.environ["KVSERVE_BIN"], "--port=0", "--metrics_port=0", "--host=127.0.0.1", *flags],
+        [os.environ["KVSERVE_BIN"], "--port=0", "--http_port=-1", "--metrics_port=0", "--host=127.0.0.1", *flags],
         stderr=subprocess.PIPE, text=True)
     for line in server.stderr:
         match = re.search(r"serving .* on [0-9.]+:(\d+).*metrics on http://[0-9.]+:(\d+)/", line)

@@ -192,7 +192,7 @@ TEST(CancellationTest, NothingLeaksAndEveryStreamEnds) {
   EXPECT_TRUE(WaitUntil([&] { return server->engine->num_live_requests() == 0; }, absl::Seconds(30)))
       << server->engine->num_live_requests() << " requests still live";
   auto outcome = [&](const char* name) {
-    return server->Metric(std::string("kvserve_requests_total{outcome=\"") + name + "\"}");
+    return server->Metric(std::string("kvserve_requests_total{api=\"grpc\",outcome=\"") + name + "\"}");
   };
   EXPECT_TRUE(WaitUntil([&] { return outcome("cancelled") + outcome("deadline_exceeded") + outcome("length") == 170; },
                         absl::Seconds(60)))
@@ -213,7 +213,7 @@ TEST(CancellationTest, MetricsEndpointHasTheRequiredSeries) {
   const std::string text = server->ScrapeMetrics();
   for (const char* series : {"kvserve_kv_blocks_total", "kvserve_kv_blocks_used", "kvserve_requests_running",
                              "kvserve_requests_waiting", "kvserve_preemptions_total",
-                             "kvserve_requests_total{outcome=\"length\"} 1",
+                             "kvserve_requests_total{api=\"grpc\",outcome=\"length\"} 1",
                              "kvserve_time_to_first_token_seconds_bucket", "# TYPE kvserve_requests_total counter"}) {
     EXPECT_NE(text.find(series), std::string::npos) << series;
   }

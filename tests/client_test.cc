@@ -102,8 +102,8 @@ TEST(ClientTest, RequestsGoRoundRobinOverTargets) {
   options.targets = {a->target(), b->target()};
   auto client = Client::Connect(options);
   for (int i = 0; i < 6; ++i) ASSERT_TRUE((*client)->Generate(TokenRequest({5}, 1)).ok());
-  EXPECT_EQ(a->Metric("kvserve_requests_total{outcome=\"length\"}"), 3);
-  EXPECT_EQ(b->Metric("kvserve_requests_total{outcome=\"length\"}"), 3);
+  EXPECT_EQ(a->Metric("kvserve_requests_total{api=\"grpc\",outcome=\"length\"}"), 3);
+  EXPECT_EQ(b->Metric("kvserve_requests_total{api=\"grpc\",outcome=\"length\"}"), 3);
 }
 
 TEST(ClientTest, AsyncStreamsAndCancellation) {

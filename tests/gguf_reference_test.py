@@ -60,7 +60,7 @@ class GgufReferenceTest(unittest.TestCase):
         cls.pb = inference_pb2
         cls.ref = LlamaGgufReference(MODEL)
         cls.server = subprocess.Popen(
-            [os.environ["KVSERVE_BIN"], f"--model={MODEL}", "--port=0", "--metrics_port=-1",
+            [os.environ["KVSERVE_BIN"], f"--model={MODEL}", "--port=0", "--http_port=-1", "--metrics_port=-1",
              "--host=127.0.0.1"], stderr=subprocess.PIPE, text=True)
         for line in cls.server.stderr:
             match = re.search(r"serving .* on [0-9.]+:(\d+)", line)

@@ -18,7 +18,7 @@ class PythonClientTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.server = subprocess.Popen(
-            [os.environ["KVSERVE_BIN"], "--port=0", "--metrics_port=-1", "--host=127.0.0.1"],
+            [os.environ["KVSERVE_BIN"], "--port=0", "--http_port=-1", "--metrics_port=-1", "--host=127.0.0.1"],
             stderr=subprocess.PIPE, text=True)
         for line in cls.server.stderr:
             match = re.search(r"serving .* on [0-9.]+:(\d+)", line)
@@ -113,7 +113,7 @@ class PythonClientTest(unittest.TestCase):
 def start_server(*flags):
     """A kvserve process on a free port; returns (process, target)."""
     server = subprocess.Popen(
-        [os.environ["KVSERVE_BIN"], "--port=0", "--metrics_port=-1", "--host=127.0.0.1", *flags],
+        [os.environ["KVSERVE_BIN"], "--port=0", "--http_port=-1", "--metrics_port=-1", "--host=127.0.0.1", *flags],
         stderr=subprocess.PIPE, text=True)
     for line in server.stderr:
         match = re.search(r"serving .* on [0-9.]+:(\d+)", line)

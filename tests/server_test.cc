@@ -235,7 +235,7 @@ TEST_F(ServerTest, InvalidRequestsAreRefusedWithTheFieldAndTheLimit) {
     EXPECT_THAT(stream.status.error_message(), HasSubstr(c.message));
     EXPECT_EQ(stream.response.token_ids_size(), 0);
   }
-  EXPECT_GE(server_->Metric("kvserve_requests_total{outcome=\"invalid_argument\"}"), 2.0 * cases.size());
+  EXPECT_GE(server_->Metric("kvserve_requests_total{api=\"grpc\",outcome=\"invalid_argument\"}"), 2.0 * cases.size());
   EXPECT_EQ(server_->Metric("kvserve_kv_blocks_used"), 0);
 }
 

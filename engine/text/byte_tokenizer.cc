@@ -14,6 +14,11 @@ absl::StatusOr<std::vector<int32_t>> ByteTokenizer::Encode(absl::string_view tex
 }
 
 std::string ByteTokenizer::Decode(absl::Span<const int32_t> ids, bool skip_special_tokens) const {
+  return SanitizeUtf8(DecodeRaw(ids, skip_special_tokens));
+}
+
+std::string ByteTokenizer::DecodeRaw(absl::Span<const int32_t> ids,
+                                     bool skip_special_tokens) const {
   std::string bytes;
   for (int32_t id : ids) {
     if (id >= kByteOffset && id < kByteOffset + 256) {
@@ -24,7 +29,7 @@ std::string ByteTokenizer::Decode(absl::Span<const int32_t> ids, bool skip_speci
       if (id == kEos) bytes += "</s>";
     }
   }
-  return SanitizeUtf8(bytes);
+  return bytes;
 }
 
 }  // namespace kvserve

@@ -15,10 +15,12 @@ class ByteTokenizer final : public Tokenizer {
   absl::StatusOr<std::vector<int32_t>> Encode(absl::string_view text,
                                               bool add_special_tokens) const override;
   std::string Decode(absl::Span<const int32_t> ids, bool skip_special_tokens) const override;
+  std::string TokenBytes(int32_t id) const override { return DecodeRaw({id}, false); }
   int vocab_size() const override { return vocab_size_; }
   std::string Describe() const override { return "byte-level (one token per byte)"; }
 
  private:
+  std::string DecodeRaw(absl::Span<const int32_t> ids, bool skip_special_tokens) const;
   int vocab_size_;
 };
 

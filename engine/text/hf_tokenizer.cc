@@ -88,6 +88,11 @@ const std::string* HfTokenizer::IdToToken(int32_t id) const {
 }
 
 std::string HfTokenizer::Decode(absl::Span<const int32_t> ids, bool skip_special_tokens) const {
+  return SanitizeUtf8(DecodeRaw(ids, skip_special_tokens));
+}
+
+std::string HfTokenizer::DecodeRaw(absl::Span<const int32_t> ids,
+                                   bool skip_special_tokens) const {
   std::vector<std::string> tokens;
   tokens.reserve(ids.size());
   for (int32_t id : ids) {
@@ -96,10 +101,10 @@ std::string HfTokenizer::Decode(absl::Span<const int32_t> ids, bool skip_special
     if (skip_special_tokens && added_->IsSpecial(*token)) continue;
     tokens.push_back(*token);
   }
-  if (decoder_ == nullptr) return SanitizeUtf8(absl::StrJoin(tokens, " "));
+  if (decoder_ == nullptr) return absl::StrJoin(tokens, " ");
   std::string text;
   for (const std::string& part : decoder_->DecodeChain(std::move(tokens))) text += part;
-  return SanitizeUtf8(text);
+  return text;
 }
 
 bool HfTokenizer::DecodeMayChange(absl::Span<const int32_t> ids, bool skip_special_tokens) const {

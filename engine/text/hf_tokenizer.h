@@ -34,11 +34,14 @@ class HfTokenizer final : public Tokenizer {
                                               bool add_special_tokens) const override;
   std::string Decode(absl::Span<const int32_t> ids, bool skip_special_tokens) const override;
   bool DecodeMayChange(absl::Span<const int32_t> ids, bool skip_special_tokens) const override;
+  std::string TokenBytes(int32_t id) const override { return DecodeRaw({id}, false); }
   int vocab_size() const override;
   std::string Describe() const override;
 
   /// The string of a token id (added tokens first), or null for an unknown id.
   const std::string* IdToToken(int32_t id) const;
+  /// Decode before UTF-8 validation.
+  std::string DecodeRaw(absl::Span<const int32_t> ids, bool skip_special_tokens) const;
 
  private:
   HfTokenizer() = default;

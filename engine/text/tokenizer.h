@@ -30,6 +30,10 @@ class Tokenizer {
   virtual bool DecodeMayChange(absl::Span<const int32_t> ids, bool skip_special_tokens) const {
     return false;
   }
+  /// The bytes token `id` stands for on its own, before UTF-8 validation: a
+  /// token holding part of a character gives that part (the OpenAI API's
+  /// logprob `bytes`, which clients join to rebuild characters).
+  virtual std::string TokenBytes(int32_t id) const { return Decode({id}, false); }
   /// Ids the tokenizer knows are below this.
   virtual int vocab_size() const = 0;
   virtual std::string Describe() const = 0;

@@ -1,0 +1,90 @@
+// One client connection: reads HTTP/1.1 requests (keep-alive, pipelined
+// requests wait their turn), hands them to the OpenAiService and writes the
+// reply, or, for a generation, the engine's outputs as they arrive: one JSON
+// reply, or a server-sent-event stream in chunked encoding.
+//
+// Everything runs on the connection's strand. The engine's output thread
+// only queues into the GenerationCall and posts one drain to the strand.
+// While a generation runs, a read stays pending on the socket: the client
+// closing its end cancels the request, so its KV blocks are freed at the
+// engine's next step, not when the next token fails to write.
+#pragma once
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "server/http/connection_registry.h"
+#include "server/http/http_limits.h"
+#include "server/http/openai_service.h"
+
+namespace kvserve::http {
+
+class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
+ public:
+  /// `socket`'s executor must be a strand.
+  HttpConnection(boost::asio::ip::tcp::socket socket, OpenAiService& service,
+                 const HttpLimits& limits, std::shared_ptr<PostGate> gate,
+                 std::shared_ptr<ConnectionRegistry> registry);
+  ~HttpConnection();
+
+  void Start();
+  /// Any thread: closes the connection on its strand, cancelling its request.
+  void Close();
+  /// Any thread: drains the generation's queued events on the strand.
+  void PostCallEvents();
+
+ private:
+  void ReadRequest();
+  void OnHeader(boost::beast::error_code ec);
+  void OnRequest(boost::beast::error_code ec);
+  void Reply(const HttpReply& reply);
+  void OnReplyWritten(boost::beast::error_code ec);
+  void NextRequest();
+
+  void BeginGeneration(StartedGeneration generation);
+  void OnCallEvents();
+  void EndCall(const std::string& outcome);
+  void AppendChunk(const std::string& data);
+  void AppendLastChunk();
+  void WriteOut();
+  void OnOutWritten(boost::beast::error_code ec);
+  void WatchForDisconnect();
+  void OnWatch(boost::beast::error_code ec, size_t bytes);
+
+  void ArmTimer(absl::Duration timeout);
+  void DisarmTimer();
+  void CloseNow();
+
+  boost::asio::ip::tcp::socket socket_;
+  boost::asio::steady_timer timer_;
+  OpenAiService& service_;
+  const HttpLimits& limits_;
+  std::shared_ptr<PostGate> gate_;
+  std::shared_ptr<ConnectionRegistry> registry_;
+  uint64_t registry_id_ = 0;
+
+  boost::beast::flat_buffer buffer_;
+  std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
+  bool keep_alive_ = false;
+  bool closed_ = false;
+
+  // The generation in progress.
+  std::shared_ptr<GenerationCall> call_;  // null when none, or once it has ended
+  std::unique_ptr<OpenAiResponseBuilder> builder_;
+  bool streaming_ = false;     // an SSE response is being written
+  bool stream_ended_ = false;  // its last chunk is queued
+  std::string last_outcome_;   // the finish reason of the last choice to end
+  std::string out_pending_;    // SSE bytes not yet written
+  std::string out_writing_;    // owned by the write in flight
+  bool writing_ = false;
+  bool watching_ = false;      // the disconnect watch's read is pending
+  bool resume_after_watch_ = false;
+};
+
+}  // namespace kvserve::http

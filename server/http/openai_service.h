@@ -1,0 +1,79 @@
+// The OpenAI-compatible endpoints, independent of the transport: a request's
+// method, path and body in; a complete reply, or a generation started in the
+// engine, out. The HTTP connection (http_connection.h) does the I/O.
+//
+//   GET  /health               200 serving, 503 draining
+//   GET  /v1/models            the served model
+//   POST /v1/completions       prompt (text or token ids)
+//   POST /v1/chat/completions  messages, rendered with the model's chat template
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <variant>
+
+#include "engine/core/engine.h"
+#include "server/chat_mapping.h"
+#include "server/http/generation_call.h"
+#include "server/http/openai_error.h"
+#include "server/http/openai_response.h"
+#include "server/server_metrics.h"
+
+namespace kvserve::http {
+
+struct HttpReply {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  int retry_after_s = 0;  // > 0: a Retry-After header
+};
+
+/// A generation the engine is running; the connection feeds `builder` with
+/// the call's events and writes what it produces.
+struct StartedGeneration {
+  std::shared_ptr<GenerationCall> call;
+  std::unique_ptr<OpenAiResponseBuilder> builder;
+  bool stream = false;
+};
+
+class OpenAiService {
+ public:
+  OpenAiService(Engine& engine, ChatAccess chat, ServerMetrics& metrics,
+                std::string served_model_name, std::shared_ptr<CallTracker> tracker);
+
+  /// `notify` is handed to the GenerationCall (called on the engine's output thread).
+  std::variant<HttpReply, StartedGeneration> Handle(const std::string& method,
+                                                    const std::string& target,
+                                                    const std::string& body,
+                                                    std::function<void()> notify);
+
+  /// Draining: /health and new generations answer 503.
+  void BeginDrain() { draining_.store(true); }
+  bool draining() const { return draining_.load(); }
+
+  Engine& engine() { return engine_; }
+  void RecordOutcome(const std::string& outcome) { metrics_.RecordOutcome(outcome, Api::kHttp); }
+  /// An error reply, counted as the request's outcome.
+  HttpReply Fail(const HttpError& error);
+
+ private:
+  std::variant<HttpReply, StartedGeneration> Generate(Endpoint endpoint, const std::string& body,
+                                                      std::function<void()> notify);
+  HttpReply Models() const;
+
+  Engine& engine_;
+  ChatAccess chat_;
+  ServerMetrics& metrics_;
+  std::string served_model_name_;
+  std::shared_ptr<CallTracker> tracker_;
+  std::atomic<bool> draining_{false};
+  std::atomic<uint64_t> next_id_{1};
+  int64_t started_at_ = 0;  // Unix seconds: /v1/models' "created"
+};
+
+/// The reply for an error (no outcome counted).
+HttpReply ErrorReply(const HttpError& error);
+
+}  // namespace kvserve::http
