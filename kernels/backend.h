@@ -76,6 +76,29 @@ class Backend {
     return absl::OkStatus();
   }
 
+  // Graphs. A decode step padded to its bucket issues the same ops on the
+  // same buffers every time (engine/core/decode_buckets.h), so a backend may
+  // record them once per bucket and replay the recording, which costs one
+  // launch instead of one per op. The CPU backend does not record: these are
+  // no-ops there and the runner calls the ops directly.
+  /// Whether the runner should record and replay (CUDA with --cuda_graphs).
+  virtual bool SupportsGraphs() const { return false; }
+  /// Ops issued from here until EndCapture are recorded as `bucket`'s graph,
+  /// not run; their host-side checks still run.
+  virtual absl::Status BeginCapture(int bucket) {
+    (void)bucket;
+    return absl::OkStatus();
+  }
+  virtual absl::Status EndCapture(int bucket) {
+    (void)bucket;
+    return absl::OkStatus();
+  }
+  /// Runs `bucket`'s recorded ops again, on what their buffers hold now.
+  virtual absl::Status Replay(int bucket) {
+    (void)bucket;
+    return absl::OkStatus();
+  }
+
   // Ops.
   /// out[t] = table[ids[t]]. ids: [T] int32, table: [V, hidden], out: [T, hidden].
   virtual absl::Status Embedding(Tensor ids, Tensor table, Tensor out) = 0;

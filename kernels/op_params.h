@@ -9,6 +9,10 @@
 
 namespace kvserve {
 
+/// slot_mapping value of a padded row (a decode batch padded to its bucket):
+/// the row writes no K/V. Any other slot outside the pool is an error.
+inline constexpr int32_t kPadSlot = -1;
+
 /// One layer's paged KV cache. A token's slot is `block_id * block_size + offset`.
 struct PagedKvCache {
   Tensor k;  // [num_blocks, block_size, Hkv, D]
@@ -50,7 +54,7 @@ struct PrefillAttentionParams {
   Tensor cu_seqlens_q;  // [B + 1] int32 prefix sums of the chunk lengths
   Tensor context_lens;  // [B] int32 tokens in the cache once the chunk is written
   Tensor block_tables;  // [B, max_blocks_per_seq] int32
-  Tensor slot_mapping;  // [T] int32 cache slot of each new token
+  Tensor slot_mapping;  // [T] int32 cache slot of each new token (kPadSlot: none)
   PagedKvCache cache;
   AttentionShape shape;
   int num_seqs = 0;         // B
@@ -68,7 +72,7 @@ struct DecodeAttentionParams {
   Tensor out;           // [B, H, D]
   Tensor context_lens;  // [B] int32, including the new token
   Tensor block_tables;  // [B, max_blocks_per_seq] int32
-  Tensor slot_mapping;  // [B] int32
+  Tensor slot_mapping;  // [B] int32; kPadSlot for a padded row
   PagedKvCache cache;
   AttentionShape shape;
   int num_seqs = 0;

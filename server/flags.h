@@ -19,6 +19,7 @@ ABSL_DECLARE_FLAG(int, num_kv_blocks);
 ABSL_DECLARE_FLAG(bool, enable_prefix_caching);
 ABSL_DECLARE_FLAG(int, kv_cache_memory_mb);
 ABSL_DECLARE_FLAG(double, gpu_memory_utilization);
+ABSL_DECLARE_FLAG(bool, cuda_graphs);
 ABSL_DECLARE_FLAG(int, max_queued_requests);
 ABSL_DECLARE_FLAG(int, default_max_new_tokens);
 ABSL_DECLARE_FLAG(double, shutdown_grace_s);

@@ -112,7 +112,8 @@ int Run() {
     chat_template->origin = chat_template_path;
   }
   BackendOptions backend_options{absl::GetFlag(FLAGS_device), absl::GetFlag(FLAGS_dtype),
-                                 absl::GetFlag(FLAGS_gpu_memory_utilization)};
+                                 absl::GetFlag(FLAGS_gpu_memory_utilization),
+                                 absl::GetFlag(FLAGS_cuda_graphs)};
   absl::StatusOr<std::unique_ptr<Backend>> backend = MakeBackend(backend_options, source->config, config);
   if (!backend.ok()) {
     KV_LOG(ERROR) << backend.status().message();

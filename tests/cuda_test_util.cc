@@ -19,9 +19,10 @@ Tensor MakeTensor(void* data, DType dtype, const std::vector<int64_t>& shape) {
 
 }  // namespace
 
-std::unique_ptr<cuda::CudaBackend> NewCudaBackend(DType dtype) {
+std::unique_ptr<cuda::CudaBackend> NewCudaBackend(DType dtype, bool graphs) {
   cuda::CudaBackendOptions options;
   options.dtype = dtype;
+  options.graphs = graphs;
   auto backend = cuda::CudaBackend::Create(options);
   EXPECT_TRUE(backend.ok()) << backend.status();
   return backend.ok() ? *std::move(backend) : nullptr;

@@ -24,7 +24,8 @@ namespace kvserve::testing {
 
 /// A CUDA backend computing in `dtype`; null (with a test failure) if it
 /// cannot be created.
-std::unique_ptr<cuda::CudaBackend> NewCudaBackend(DType dtype = DType::kFloat32);
+std::unique_ptr<cuda::CudaBackend> NewCudaBackend(DType dtype = DType::kFloat32,
+                                                  bool graphs = false);
 
 /// The stated tolerance of ‖got − want‖ / ‖want‖ for outputs of `dtype`.
 double Tolerance(DType dtype);

@@ -8,7 +8,7 @@
 #include "base/logging.h"
 #include "base/status_macros.h"
 #include "engine/core/request_validation.h"
-#include "engine/core/token_counts.h"
+#include "engine/core/runner_state_check.h"
 #include "engine/model/model_registry.h"
 #include "base/ceil_div.h"
 
@@ -20,11 +20,10 @@ struct ActiveRequest {
   Request request;
   std::shared_ptr<RequestSink> sink;
   uint32_t max_new_tokens = 0;
-  std::mt19937_64 rng;  // fully specified by the standard: same seed, same draws everywhere
+  uint64_t seed = 0;    // the runner draws from std::mt19937_64(seed): same seed, same tokens
   absl::Time arrival;
   bool admitted_once = false;
   uint32_t num_generated = 0;
-  TokenCounts counts;            // for the penalties; empty without them
   std::vector<int32_t> banned;   // EOS and stop ids, masked before min_new_tokens
 };
 
@@ -36,10 +35,6 @@ constexpr size_t kGpuHeadroomBytes = size_t(256) << 20;
 
 // A cancel this close to the deadline is taken to be the deadline's.
 constexpr absl::Duration kDeadlineCancelSlack = absl::Milliseconds(100);
-
-float UniformFloat(std::mt19937_64& rng) {
-  return static_cast<float>(rng() >> 40) * (1.0f / 16777216.0f);  // 24 bits: [0, 1)
-}
 
 bool Contains(const std::vector<int32_t>& ids, int32_t id) {
   return std::find(ids.begin(), ids.end(), id) != ids.end();
@@ -191,9 +186,8 @@ absl::Status Engine::Submit(Request request, std::shared_ptr<RequestSink> sink) 
   const uint64_t seed = request.sampling.seed.value_or(
       (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}() ^
       (config_.seed + unseeded_counter_.fetch_add(1)));
-  req->rng.seed(seed);
+  req->seed = seed;
   const SamplingOptions& sampling = request.sampling;
-  if (sampling.repetition_penalty != 1.f) req->counts.AddPrompt(request.prompt);
   if (sampling.min_new_tokens > 0) {
     if (!request.stopping.ignore_eos) req->banned = info_.eos_token_ids;
     const auto& stop_ids = request.stopping.stop_token_ids;
@@ -252,7 +246,12 @@ void Engine::Loop() {
 void Engine::AdmitSubmitted(std::vector<std::unique_ptr<ActiveRequest>> submitted) {
   for (auto& req : submitted) {
     req->id = next_seq_id_++;
-    scheduler_->Add(std::make_unique<Sequence>(req->id, req->request.prompt));
+    auto seq = std::make_unique<Sequence>(req->id, req->request.prompt);
+    seq->sampling.options = req->request.sampling;
+    seq->sampling.seed = req->seed;
+    seq->sampling.banned_tokens = req->banned;
+    seq->sampling.capture_logits = req->request.capture_logits;
+    scheduler_->Add(std::move(seq));
     RequestAdded added;
     added.id = req->id;
     added.sink = req->sink;
@@ -315,10 +314,11 @@ void Engine::Step() {
     stats.queue_times_s.push_back(absl::ToDoubleSeconds(now - req.arrival));
     stats.num_prompt_tokens += static_cast<int64_t>(req.request.prompt.size());
   }
-  auto result = runner_->Run(schedule, *scheduler_, [&](SeqId id) {
-    ActiveRequest& req = *active_.at(id);
-    return MakeSamplingRow(req);
-  });
+  absl::StatusOr<StepResult> result = runner_->Run(schedule);
+  if (result.ok() && config_.verify_runner_state) {
+    // Before the new tokens are appended: the runner has seen every token the scheduler has.
+    if (absl::Status s = VerifyRunnerState(*scheduler_, runner_->state()); !s.ok()) result = s;
+  }
   if (!result.ok()) {
     KV_LOG(ERROR) << "model step failed: " << result.status();
     for (const ScheduledChunk& chunk : schedule.chunks) {
@@ -337,31 +337,9 @@ void Engine::Step() {
     std::vector<float> logits;
     if (!result->logits.empty()) logits = std::move(result->logits[i]);
     ActiveRequest& req = *active_.at(id);
-    if (req.request.sampling.has_penalties()) req.counts.AddGenerated(result->tokens[i]);
     ProcessToken(req, result->tokens[i], std::move(logits),
                  result->logprobs.empty() ? nullptr : &result->logprobs[i]);
   }
-}
-
-SamplingRow Engine::MakeSamplingRow(ActiveRequest& req) {
-  const SamplingOptions& s = req.request.sampling;
-  SamplingRow row;
-  row.temperature = s.temperature;
-  row.top_k = s.top_k;
-  row.top_p = s.top_p;
-  row.min_p = s.min_p;
-  row.uniform = UniformFloat(req.rng);  // one draw per token, whatever the options
-  if (s.has_penalties()) {
-    row.repetition_penalty = s.repetition_penalty;
-    row.presence_penalty = s.presence_penalty;
-    row.frequency_penalty = s.frequency_penalty;
-    row.seen_tokens = req.counts.tokens();
-    row.seen_counts = req.counts.counts();
-  }
-  if (req.num_generated < s.min_new_tokens) row.banned_tokens = req.banned;
-  row.top_logprobs = s.logprobs ? static_cast<int32_t>(*s.logprobs) : -1;
-  row.capture_logits = req.request.capture_logits;
-  return row;
 }
 
 // The finish this token decides on its own; stop strings are the output

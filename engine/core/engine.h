@@ -81,7 +81,6 @@ class Engine {
   void AbortCancelledAndExpired();
   void Step();
   /// The next token's sampling parameters; draws the request's next uniform.
-  SamplingRow MakeSamplingRow(ActiveRequest& req);
   /// `logprobs`: the token's, when the step computed any (else null).
   void ProcessToken(ActiveRequest& req, int32_t token, std::vector<float> logits,
                     TokenLogprobs* logprobs);

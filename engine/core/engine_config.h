@@ -24,6 +24,10 @@ struct EngineConfig {
   bool enable_prefix_caching = true;  // --enable_prefix_caching
   /// Fraction of the pool kept free when admitting while others run.
   double admission_reserve_fraction = 0.01;
+  /// Tests: after every step, check that the model runner's own copy of each
+  /// sequence (built from the schedule's messages) equals the scheduler's;
+  /// a mismatch fails the step's requests with INTERNAL.
+  bool verify_runner_state = false;
 
   /// InvalidArgument naming the flag and its limit.
   absl::Status Validate() const;

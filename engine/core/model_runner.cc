@@ -41,6 +41,16 @@ absl::StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(Backend& backen
   ASSIGN_OR_RETURN(runner->int_buffer_, backend.Allocate(ints * sizeof(int32_t)));
   runner->host_ints_.reserve(ints);
   ASSIGN_OR_RETURN(runner->sampling_, SamplingBatch::Create(backend, max_seqs));
+  runner->state_ = std::make_unique<RunnerState>(max_seqs, runner->max_blocks_per_seq_);
+  // Every bucket's layout starts at the buffer's start: steps never overlap,
+  // and the packed layout above is at least as large as the largest bucket.
+  runner->buckets_ = std::make_unique<DecodeBuckets>(std::min(max_seqs, max_tokens),
+                                                     runner->max_blocks_per_seq_);
+  if (runner->buckets_->max_words() > ints) {
+    return absl::InternalError("the largest decode bucket does not fit the step buffer");
+  }
+  runner->use_graphs_ = backend.SupportsGraphs();
+  runner->graphs_.resize(runner->buckets_->all().size());
   return runner;
 }
 
@@ -52,20 +62,17 @@ void ModelRunner::HostStep::Clear() {
   }
 }
 
-absl::StatusOr<StepResult> ModelRunner::Run(const ScheduleOutput& schedule,
-                                            const Scheduler& scheduler,
-                                            const std::function<SamplingRow(SeqId)>& sampling) {
+absl::StatusOr<StepResult> ModelRunner::Run(const ScheduleOutput& schedule) {
   using Clock = std::chrono::steady_clock;
   const Clock::time_point start = Clock::now();
   StepResult result;
-  RETURN_IF_ERROR(PrepareInputs(schedule, scheduler, sampling, result));
+  RETURN_IF_ERROR(PrepareInputs(schedule, result));
   const Clock::time_point prepared = Clock::now();
   result.times.prepare = prepared - start;
-  ASSIGN_OR_RETURN(Tensor logits, model_.Forward(batch_, cache_));
+  ASSIGN_OR_RETURN(Tensor logits, Execute());
   const Clock::time_point executed = Clock::now();
   result.times.execute = executed - prepared;
-  result.num_tokens = batch_.num_tokens;
-  if (batch_.num_samples == 0) {
+  if (result.seq_ids.empty()) {
     // No sampled ids to copy back, so nothing below would wait for the step.
     // On an asynchronous backend a kernel's data error (bad block id, slot)
     // surfaces at the next synchronization: take it here, so that it fails
@@ -73,17 +80,46 @@ absl::StatusOr<StepResult> ModelRunner::Run(const ScheduleOutput& schedule,
     RETURN_IF_ERROR(backend_.Synchronize());
     return result;
   }
-  ASSIGN_OR_RETURN(const SampleParams sp, Sample(logits, result));
+  // A graph computes every row's logits; the sampled rows are the first ones.
+  ASSIGN_OR_RETURN(const SampleParams sp,
+                   Sample(logits.Rows(0, static_cast<int64_t>(result.seq_ids.size())), result));
   RETURN_IF_ERROR(CopyOut(sp, result));
   result.times.sample = Clock::now() - executed;
   return result;
 }
 
-absl::Status ModelRunner::PrepareInputs(const ScheduleOutput& schedule, const Scheduler& scheduler,
-                                        const std::function<SamplingRow(SeqId)>& sampling,
-                                        StepResult& result) {
+absl::StatusOr<Tensor> ModelRunner::Execute() {
+  if (!use_graphs_ || bucket_ < 0) return model_.Forward(batch_, cache_);
+  BucketGraph& graph = graphs_[bucket_];
+  if (!graph.captured) {
+    RETURN_IF_ERROR(backend_.BeginCapture(bucket_));
+    absl::StatusOr<Tensor> logits = model_.Forward(batch_, cache_);
+    const absl::Status ended = backend_.EndCapture(bucket_);  // ends the capture on error too
+    RETURN_IF_ERROR(logits.status());
+    RETURN_IF_ERROR(ended);
+    graph.logits = *logits;
+    graph.captured = true;
+  }
+  RETURN_IF_ERROR(backend_.Replay(bucket_));
+  return graph.logits;
+}
+
+absl::Status ModelRunner::PrepareInputs(const ScheduleOutput& schedule, StepResult& result) {
+  RETURN_IF_ERROR(state_->Apply(schedule));
   step_.Clear();
   sampling_->Clear();
+  bucket_ = -1;
+  const bool one_token_chunks =
+      std::all_of(schedule.chunks.begin(), schedule.chunks.end(),
+                  [](const ScheduledChunk& c) { return c.num_tokens == 1; });
+  if (one_token_chunks && !schedule.chunks.empty() &&
+      static_cast<int>(schedule.chunks.size()) <= buckets_->all().back().size) {
+    return PrepareDecodeBucket(schedule, result);
+  }
+  return PreparePacked(schedule, result);
+}
+
+absl::Status ModelRunner::PreparePacked(const ScheduleOutput& schedule, StepResult& result) {
   auto& [prefills, decodes, ordered, tokens, positions, slots, cu, p_ctx, d_ctx, p_tables,
          d_tables, sample_rows] = step_;
   // Prefill chunks (more than one token) first, then one-token decodes.
@@ -96,23 +132,27 @@ absl::Status ModelRunner::PrepareInputs(const ScheduleOutput& schedule, const Sc
   int width = 1;  // block-table columns this step
   for (const ScheduledChunk* c : ordered) {
     width = std::max(width, CeilDiv(c->start + c->num_tokens, block_size));
+    if (CeilDiv(c->start + c->num_tokens, block_size) > state_->Find(c->seq_id)->num_blocks) {
+      return absl::InternalError(absl::StrCat("sequence ", c->seq_id, "'s blocks do not cover its chunk"));
+    }
+  }
+  if (width > max_blocks_per_seq_) {
+    return absl::InternalError(absl::StrCat("step needs ", width, " blocks per sequence, more than ",
+                                            max_blocks_per_seq_));
   }
   int prefill_tokens = 0, max_q = 0, p_max_ctx = 0, d_max_ctx = 0;
   for (const ScheduledChunk* c : ordered) {
-    const Sequence* seq = scheduler.Get(c->seq_id);
-    if (seq == nullptr) return absl::InternalError(absl::StrCat("scheduled unknown sequence ", c->seq_id));
+    RunnerSequence* seq = state_->Find(c->seq_id);  // Apply checked it is held
+    const int32_t* block_row = state_->block_table_row(seq->row);
     const int context = c->start + c->num_tokens;
     for (int pos = c->start; pos < context; ++pos) {
       tokens.push_back(seq->tokens[pos]);
       positions.push_back(pos);
-      slots.push_back(seq->block_table[pos / block_size] * block_size + pos % block_size);
+      slots.push_back(block_row[pos / block_size] * block_size + pos % block_size);
     }
     const bool is_prefill = c->num_tokens > 1;
     std::vector<int32_t>& tables = is_prefill ? p_tables : d_tables;
-    const size_t row = tables.size();
-    tables.resize(row + width, 0);
-    std::copy_n(seq->block_table.begin(), std::min<size_t>(seq->block_table.size(), width),
-                tables.begin() + row);
+    tables.insert(tables.end(), block_row, block_row + width);  // unused columns are 0
     if (is_prefill) {
       prefill_tokens += c->num_tokens;
       cu.push_back(prefill_tokens);
@@ -125,7 +165,7 @@ absl::Status ModelRunner::PrepareInputs(const ScheduleOutput& schedule, const Sc
     }
     if (c->samples) {
       sample_rows.push_back(static_cast<int32_t>(tokens.size()) - 1);
-      sampling_->Add(sampling(c->seq_id));
+      sampling_->Add(state_->NextSamplingRow(*seq));
       result.seq_ids.push_back(c->seq_id);
     }
   }
@@ -157,12 +197,13 @@ absl::Status ModelRunner::PrepareInputs(const ScheduleOutput& schedule, const Sc
   b.decode_context_lens = ints.Add(d_ctx, {bd});
   b.decode_block_tables = ints.Add(d_tables, {bd, width});
   b.sample_rows = ints.Add(sample_rows, {s});
+  result.num_tokens = t;
   return backend_.CopyToDevice(host_ints_.data(), host_ints_.size() * sizeof(int32_t),
                                int_buffer_->data());
 }
 
 absl::StatusOr<SampleParams> ModelRunner::Sample(Tensor logits, StepResult& result) {
-  const int s = batch_.num_samples;
+  const int s = sampling_->size();
   // Captured before Sample, which overwrites penalized entries in place.
   if (sampling_->any_capture()) {
     const int64_t vocab = logits.dim(1);

@@ -1,16 +1,18 @@
 // Turns one ScheduleOutput into a StepBatch on the device, runs the model and
-// samples: host metadata goes up in one copy, the sampling parameters in one
+// samples. The step is self-contained: the runner applies the schedule's
+// messages to its own RunnerState and reads nothing else. Host metadata goes up in one copy, the sampling parameters in one
 // or two (SamplingBatch), sampled ids and log-probabilities come back in one.
 #pragma once
 
 #include <chrono>
-#include <functional>
 #include <memory>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "engine/core/decode_buckets.h"
+#include "engine/core/runner_state.h"
 #include "engine/core/sampling_batch.h"
-#include "engine/core/scheduler.h"
+#include "engine/core/schedule_output.h"
 #include "engine/kv/kv_cache.h"
 #include "engine/model/model.h"
 
@@ -29,7 +31,8 @@ struct StepResult {
   std::vector<int32_t> tokens;  // their new tokens
   std::vector<std::vector<float>> logits;  // per sampled row; empty unless captured
   std::vector<TokenLogprobs> logprobs;     // per sampled row; empty unless asked for
-  int num_tokens = 0;  // tokens run through the model
+  int num_tokens = 0;  // scheduled tokens run through the model (padding not counted)
+  int padded_batch = 0;  // a decode step's bucket size; 0 for a packed (prefill or mixed) step
   StepPhaseTimes times;
 };
 
@@ -39,20 +42,27 @@ class ModelRunner {
                                                              KvCache& cache, int max_tokens,
                                                              int max_seqs);
 
-  absl::StatusOr<StepResult> Run(const ScheduleOutput& schedule, const Scheduler& scheduler,
-                                 const std::function<SamplingRow(SeqId)>& sampling);
+  /// Applies `schedule` to the runner's state, runs the model and samples.
+  absl::StatusOr<StepResult> Run(const ScheduleOutput& schedule);
+
+  /// The runner's view of the sequences it holds (for consistency checks).
+  const RunnerState& state() const { return *state_; }
 
  private:
   ModelRunner(Backend& backend, Model& model, KvCache& cache)
       : backend_(backend), model_(model), cache_(cache) {}
 
-  // Run's phases, in order. PrepareInputs builds the step's metadata into
-  // batch_ and copies it up (and collects the sampled rows' parameters);
-  // Execute is model_.Forward; Sample issues sampling on the logits; CopyOut
-  // brings the tokens and log-probabilities back.
-  absl::Status PrepareInputs(const ScheduleOutput& schedule, const Scheduler& scheduler,
-                             const std::function<SamplingRow(SeqId)>& sampling,
-                             StepResult& result);
+  // Run's phases, in order. PrepareInputs applies the schedule to state_,
+  // builds the step's metadata into batch_ and copies it up (and collects the
+  // sampled rows' parameters): a step of one-token chunks only is padded to
+  // its decode bucket (fixed layout, PrepareDecodeBucket), any other packed
+  // (PreparePacked). Execute runs the model (replaying the bucket's graph on
+  // a backend that records them); Sample issues sampling on the logits;
+  // CopyOut brings the tokens and log-probabilities back.
+  absl::Status PrepareInputs(const ScheduleOutput& schedule, StepResult& result);
+  absl::Status PreparePacked(const ScheduleOutput& schedule, StepResult& result);
+  absl::Status PrepareDecodeBucket(const ScheduleOutput& schedule, StepResult& result);
+  absl::StatusOr<Tensor> Execute();
   absl::StatusOr<SampleParams> Sample(Tensor logits, StepResult& result);
   absl::Status CopyOut(const SampleParams& params, StepResult& result);
 
@@ -66,6 +76,17 @@ class ModelRunner {
   DeviceBufferPtr int_buffer_;
   std::vector<int32_t> host_ints_;
   std::unique_ptr<SamplingBatch> sampling_;
+  std::unique_ptr<RunnerState> state_;
+  std::unique_ptr<DecodeBuckets> buckets_;
+  int bucket_ = -1;  // this step's index in buckets_->all(), or -1 (packed)
+  // Backend graphs (Backend::SupportsGraphs): one per bucket, recorded on the
+  // bucket's first step; the logits it writes are at the same place each replay.
+  bool use_graphs_ = false;
+  struct BucketGraph {
+    bool captured = false;
+    Tensor logits;
+  };
+  std::vector<BucketGraph> graphs_;
 
   // Per-step host metadata, cleared each step: the vectors keep their
   // capacity, so a step allocates nothing once the batch sizes have been seen.

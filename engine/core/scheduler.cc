@@ -39,6 +39,7 @@ void Scheduler::Preempt(SeqId id, ScheduleOutput& out) {
   blocks_.Free(seq.block_table);
   seq.num_computed = 0;
   seq.num_cached_blocks = 0;
+  seq.num_tokens_sent = seq.num_blocks_sent = 0;  // the runner drops it
   seq.status = SequenceStatus::kWaiting;  // num_preemptions says it ran before
   ++seq.num_preemptions;
   running_.erase(std::find(running_.begin(), running_.end(), id));
@@ -55,6 +56,8 @@ void Scheduler::CacheComputedBlocks(Sequence& seq) {
 
 ScheduleOutput Scheduler::Schedule() {
   ScheduleOutput out;
+  out.finished.swap(finished_);
+  scheduled_.clear();
   // The previous step ran: what it computed may now be shared.
   for (SeqId id : running_) CacheComputedBlocks(*seqs_.at(id));
   int budget = config_.max_num_batched_tokens;
@@ -94,6 +97,7 @@ ScheduleOutput Scheduler::Schedule() {
     if (self_preempted) break;  // it was the last running sequence
     blocks_.Append(seq.block_table, seq.num_computed + n);
     out.chunks.push_back({seq.id, seq.num_computed, n, seq.num_computed + n == seq.num_tokens()});
+    scheduled_.push_back(&seq);
     seq.num_computed += n;
     budget -= n;
   }
@@ -120,6 +124,7 @@ ScheduleOutput Scheduler::Schedule() {
       seq.status = SequenceStatus::kRunning;
       out.admitted.push_back(seq.id);
       out.chunks.push_back({seq.id, cached, n, cached + n == seq.num_tokens()});
+      scheduled_.push_back(&seq);
       seq.num_computed = cached + n;
       budget -= n;
       if (blocks_.prefix_caching()) {
@@ -129,7 +134,35 @@ ScheduleOutput Scheduler::Schedule() {
     }
   }
   out.num_batched_tokens = config_.max_num_batched_tokens - budget;
+  DescribeForRunner(out);
   return out;
+}
+
+void Scheduler::DescribeForRunner(ScheduleOutput& out) {
+  CachedSequenceData& cached = out.cached_seqs;
+  for (auto* v : {&cached.num_computed, &cached.token_offsets, &cached.new_token_ids,
+                  &cached.block_offsets, &cached.new_block_ids}) {
+    v->reserve(out.chunks.size() + 1);
+  }
+  cached.seq_ids.reserve(out.chunks.size());
+  for (size_t i = 0; i < out.chunks.size(); ++i) {
+    const ScheduledChunk& c = out.chunks[i];
+    Sequence& seq = *scheduled_[i];  // the chunk's sequence, without a second lookup
+    if (seq.num_tokens_sent == 0) {
+      NewSequenceData& d = out.new_seqs.emplace_back();
+      d.seq_id = seq.id;
+      d.tokens = seq.tokens;
+      d.prompt_len = seq.prompt_len;
+      d.block_ids = seq.block_table;
+      d.num_computed = c.start;
+      d.sampling = seq.sampling;
+    } else {
+      cached.Add(seq.id, c.start, seq.tokens.begin() + seq.num_tokens_sent, seq.tokens.end(),
+                 seq.block_table.begin() + seq.num_blocks_sent, seq.block_table.end());
+    }
+    seq.num_tokens_sent = seq.num_tokens();
+    seq.num_blocks_sent = static_cast<int>(seq.block_table.size());
+  }
 }
 
 void Scheduler::AppendToken(SeqId id, int32_t token) {
@@ -144,6 +177,7 @@ void Scheduler::Remove(SeqId id) {
   auto it = seqs_.find(id);
   if (it == seqs_.end()) return;
   Sequence& seq = *it->second;
+  if (seq.num_tokens_sent > 0) finished_.push_back(id);  // the runner holds it
   blocks_.Free(seq.block_table);
   if (auto r = std::find(running_.begin(), running_.end(), id); r != running_.end()) running_.erase(r);
   if (auto w = std::find(waiting_.begin(), waiting_.end(), id); w != waiting_.end()) waiting_.erase(w);

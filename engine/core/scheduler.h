@@ -20,6 +20,7 @@
 #include <memory>
 #include <vector>
 
+#include "engine/core/schedule_output.h"
 #include "engine/core/sequence.h"
 #include "engine/kv/block_manager.h"
 
@@ -31,26 +32,6 @@ struct SchedulerConfig {
   /// Blocks kept free when admitting, so running sequences can grow a little
   /// before anyone is preempted.
   int admission_reserve_blocks = 0;
-};
-
-/// A slice of a sequence's tokens run through the model in this step.
-struct ScheduledChunk {
-  SeqId seq_id;
-  int start;       // first token position
-  int num_tokens;  // tokens [start, start + num_tokens)
-  bool samples;    // the chunk reaches the last token: the step samples a new one
-};
-
-struct ScheduleOutput {
-  std::vector<ScheduledChunk> chunks;  // in running order
-  std::vector<SeqId> admitted;         // newly admitted (or re-admitted) this step
-  std::vector<SeqId> preempted;        // preempted this step
-  int num_batched_tokens = 0;
-  /// Prefix caching, over the sequences admitted this step: tokens looked up
-  /// and tokens found (their K/V reused, not computed).
-  int prefix_cache_queried_tokens = 0;
-  int prefix_cache_hit_tokens = 0;
-  bool empty() const { return chunks.empty(); }
 };
 
 class Scheduler {
@@ -65,7 +46,8 @@ class Scheduler {
   ScheduleOutput Schedule();
   /// Records the token sampled for `id` at the end of a step.
   void AppendToken(SeqId id, int32_t token);
-  /// Removes a finished or aborted sequence in any state and frees its blocks.
+  /// Removes a finished or aborted sequence in any state and frees its blocks
+  /// (the next ScheduleOutput lists it as finished if the runner held it).
   void Remove(SeqId id);
 
   Sequence* Get(SeqId id);
@@ -81,12 +63,16 @@ class Scheduler {
   void InsertWaitingInArrivalOrder(SeqId id);
   /// Registers the sequence's blocks that are full and computed (by a step that ran).
   void CacheComputedBlocks(Sequence& seq);
+  /// Fills out.new_seqs / out.cached_seqs for this step's chunks.
+  void DescribeForRunner(ScheduleOutput& out);
 
   SchedulerConfig config_;
   BlockManager& blocks_;
   std::map<SeqId, std::unique_ptr<Sequence>> seqs_;
   std::vector<SeqId> running_;  // admission order, oldest first
   std::deque<SeqId> waiting_;   // arrival order (SeqIds increase with arrival)
+  std::vector<SeqId> finished_;  // removed while running, for the next ScheduleOutput
+  std::vector<Sequence*> scheduled_;  // this Schedule()'s chunks' sequences, in order
 };
 
 }  // namespace kvserve

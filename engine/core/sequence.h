@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "engine/core/sequence_sampling.h"
 #include "engine/kv/block_manager.h"
 
 namespace kvserve {
@@ -32,6 +33,11 @@ struct Sequence {
   int num_cached_blocks = 0;
   SequenceStatus status = SequenceStatus::kWaiting;
   int num_preemptions = 0;
+  SequenceSampling sampling;  // handed to the model runner with the first step
+  /// What the model runner has been told (ScheduleOutput's deltas start
+  /// here); reset when it drops the sequence (preemption).
+  int num_tokens_sent = 0;
+  int num_blocks_sent = 0;
 
   int num_tokens() const { return static_cast<int>(tokens.size()); }
   /// Tokens still to run through the model before the next sample.

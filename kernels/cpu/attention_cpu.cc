@@ -40,6 +40,7 @@ absl::Status WriteCache(Tensor k, Tensor v, Tensor slot_mapping, const PagedKvCa
   const int64_t num_slots = cache.k.dim(0) * cache.block_size;
   for (int64_t t = 0; t < tokens; ++t) {
     const int32_t slot = slot_mapping.as<int32_t>()[t];
+    if (slot == kPadSlot) continue;  // a padded row: nothing to keep
     if (slot < 0 || slot >= num_slots) {
       return absl::OutOfRangeError(absl::StrCat("KV cache slot ", slot, " not in [0, ", num_slots, ")"));
     }

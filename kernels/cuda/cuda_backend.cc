@@ -46,6 +46,7 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const CudaBacke
   }
   std::unique_ptr<CudaBackend> b(new CudaBackend());
   b->dtype_ = options.dtype;
+  b->graphs_enabled_ = options.graphs;
   RETURN_IF_CUDA_ERROR(cudaSetDevice(0));
   cudaDeviceProp prop{};
   RETURN_IF_CUDA_ERROR(cudaGetDeviceProperties(&prop, 0));
@@ -73,6 +74,38 @@ CudaBackend::~CudaBackend() {
       KV_LOG(ERROR) << "CudaBackend: cudaStreamSynchronize: " << cudaGetErrorString(err);
     }
   }
+}
+
+absl::Status CudaBackend::BeginCapture(int bucket) {
+  if (!graphs_enabled_) return absl::FailedPreconditionError("CUDA graphs are off (--cuda_graphs)");
+  if (bucket < 0) return absl::InvalidArgumentError(absl::StrCat("graph bucket ", bucket, " < 0"));
+  // Thread-local mode: another thread's unsafe CUDA call (an allocation, a
+  // synchronization) does not invalidate this capture; the engine thread
+  // makes none while capturing (Reserve sized everything before).
+  RETURN_IF_CUDA_ERROR(cudaStreamBeginCapture(stream(), cudaStreamCaptureModeThreadLocal));
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::EndCapture(int bucket) {
+  cudaGraph_t graph = nullptr;
+  RETURN_IF_CUDA_ERROR(cudaStreamEndCapture(stream(), &graph));
+  absl::StatusOr<CudaGraphExec> exec = CudaGraphExec::Instantiate(graph);
+  // The instance does not need the description any more.
+  if (const cudaError_t err = cudaGraphDestroy(graph); err != cudaSuccess) {
+    KV_LOG(ERROR) << "cudaGraphDestroy: " << cudaGetErrorString(err);
+  }
+  if (!exec.ok()) return exec.status();
+  if (static_cast<size_t>(bucket) >= graphs_.size()) graphs_.resize(bucket + 1);
+  graphs_[bucket] = *std::move(exec);
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::Replay(int bucket) {
+  if (bucket < 0 || static_cast<size_t>(bucket) >= graphs_.size() || graphs_[bucket].get() == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat("no CUDA graph recorded for bucket ", bucket));
+  }
+  RETURN_IF_CUDA_ERROR(cudaGraphLaunch(graphs_[bucket].get(), stream()));
+  return absl::OkStatus();
 }
 
 absl::StatusOr<DeviceMemoryInfo> CudaBackend::MemoryInfo() {

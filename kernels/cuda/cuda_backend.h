@@ -22,6 +22,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "kernels/backend.h"
 #include "kernels/cuda/cublaslt_gemm.h"
@@ -35,6 +36,9 @@ struct CudaBackendOptions {
   DType dtype = DType::kBFloat16;  // float32, bfloat16 or float16
   size_t gemm_workspace_bytes = size_t(32) << 20;
   size_t staging_slot_bytes = size_t(8) << 20;  // two pinned slots of this size
+  /// Record each decode bucket's step as a CUDA graph and replay it
+  /// (--cuda_graphs; off by default until verified on a GPU, docs/cuda.md).
+  bool graphs = false;
 };
 
 class CudaBackend final : public Backend {
@@ -57,6 +61,14 @@ class CudaBackend final : public Backend {
   absl::Status CopyToHost(const void* device, size_t bytes, void* host) override;
   absl::Status Upload(const void* host, DType src_dtype, Tensor dst) override;
   absl::Status Synchronize() override;
+
+  /// Graphs, when CudaBackendOptions::graphs: stream capture of the engine's
+  /// stream (thread-local mode: only this thread's calls are captured),
+  /// instantiated once per bucket, launched on the same stream.
+  bool SupportsGraphs() const override { return graphs_enabled_; }
+  absl::Status BeginCapture(int bucket) override;
+  absl::Status EndCapture(int bucket) override;
+  absl::Status Replay(int bucket) override;
 
   absl::Status Embedding(Tensor ids, Tensor table, Tensor out) override;
   absl::Status RmsNorm(Tensor x, Tensor weight, float eps, Tensor out) override;
@@ -95,6 +107,8 @@ class CudaBackend final : public Backend {
   DeviceBufferPtr decode_workspace_;
   size_t decode_workspace_floats_ = 0;
   bool decode_cap_logged_ = false;
+  bool graphs_enabled_ = false;
+  std::vector<CudaGraphExec> graphs_;  // by bucket; empty until recorded
 };
 
 }  // namespace kvserve::cuda

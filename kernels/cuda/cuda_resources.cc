@@ -93,4 +93,22 @@ CudaEvent::~CudaEvent() {
   if (event_ != nullptr) LogIfError(cudaEventDestroy(event_), "cudaEventDestroy");
 }
 
+absl::StatusOr<CudaGraphExec> CudaGraphExec::Instantiate(cudaGraph_t graph) {
+  CudaGraphExec e;
+  RETURN_IF_CUDA_ERROR(cudaGraphInstantiate(&e.exec_, graph, 0));
+  return e;
+}
+
+CudaGraphExec& CudaGraphExec::operator=(CudaGraphExec&& other) noexcept {
+  if (this != &other) {
+    if (exec_ != nullptr) LogIfError(cudaGraphExecDestroy(exec_), "cudaGraphExecDestroy");
+    exec_ = std::exchange(other.exec_, nullptr);
+  }
+  return *this;
+}
+
+CudaGraphExec::~CudaGraphExec() {
+  if (exec_ != nullptr) LogIfError(cudaGraphExecDestroy(exec_), "cudaGraphExecDestroy");
+}
+
 }  // namespace kvserve::cuda

@@ -78,4 +78,22 @@ class CudaEvent {
   cudaEvent_t event_ = nullptr;
 };
 
+/// An instantiated CUDA graph (cudaGraphExec_t), destroyed with its owner.
+class CudaGraphExec {
+ public:
+  /// Instantiates `graph` (which the caller still owns and destroys).
+  static absl::StatusOr<CudaGraphExec> Instantiate(cudaGraph_t graph);
+  CudaGraphExec() = default;
+  CudaGraphExec(CudaGraphExec&& other) noexcept { *this = std::move(other); }
+  CudaGraphExec& operator=(CudaGraphExec&& other) noexcept;
+  CudaGraphExec(const CudaGraphExec&) = delete;
+  CudaGraphExec& operator=(const CudaGraphExec&) = delete;
+  ~CudaGraphExec();
+
+  cudaGraphExec_t get() const { return exec_; }
+
+ private:
+  cudaGraphExec_t exec_ = nullptr;
+};
+
 }  // namespace kvserve::cuda

@@ -20,6 +20,7 @@ __global__ void KvCacheWriteKernel(const W* __restrict__ k,          // [T, word
                                    DeviceError* error) {
   const int64_t t = blockIdx.x;
   const int32_t slot = slots[t];
+  if (slot == kPadSlot) return;  // a padded row (batch bucket): nothing to keep
   if (slot < 0 || slot >= num_slots) {
     if (threadIdx.x == 0) ReportDeviceError(error, DeviceErrorCode::kKvSlot, slot, num_slots);
     return;

@@ -75,7 +75,6 @@ absl::StatusOr<PhaseMicros> Measure(Backend& backend, int seqs, int prompt, int 
     for (int i = 0; i < prompt; ++i) tokens[i] = static_cast<int32_t>((id * 31 + i * 7) % mc.vocab_size);
     scheduler.Add(std::make_unique<Sequence>(id, std::move(tokens)));
   }
-  const auto greedy = [](SeqId) { return SamplingRow{}; };
   PhaseMicros sum;
   int timed = 0;
   for (int guard = 0; timed < steps; ++guard) {
@@ -83,7 +82,7 @@ absl::StatusOr<PhaseMicros> Measure(Backend& backend, int seqs, int prompt, int 
     const Clock::time_point t0 = Clock::now();
     ScheduleOutput schedule = scheduler.Schedule();
     const Clock::time_point t1 = Clock::now();
-    ASSIGN_OR_RETURN(StepResult result, runner->Run(schedule, scheduler, greedy));
+    ASSIGN_OR_RETURN(StepResult result, runner->Run(schedule));
     const Clock::time_point t2 = Clock::now();
     for (size_t i = 0; i < result.seq_ids.size(); ++i) {
       scheduler.AppendToken(result.seq_ids[i], result.tokens[i]);
