@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "base/json_fields.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
 #include "nlohmann/json.hpp"
@@ -12,16 +13,14 @@ namespace {
 
 using Json = nlohmann::json;
 
+const json::FieldErrors kConfigJson{"config.json", /*quote_field=*/true};
+
 absl::Status FieldError(absl::string_view field, absl::string_view problem) {
-  return absl::InvalidArgumentError(absl::StrCat("config.json: \"", field, "\" ", problem));
+  return kConfigJson(field, problem);
 }
 
-// Reads an integer field; `required` fields must be present.
 absl::StatusOr<std::optional<int64_t>> GetInt(const Json& j, absl::string_view field) {
-  auto it = j.find(field);
-  if (it == j.end() || it->is_null()) return std::optional<int64_t>();
-  if (!it->is_number_integer()) return FieldError(field, "must be an integer");
-  return std::optional<int64_t>(it->get<int64_t>());
+  return json::OptionalInt(j, field, field, kConfigJson);
 }
 
 absl::StatusOr<int> RequireInt(const Json& j, absl::string_view field) {
@@ -32,17 +31,11 @@ absl::StatusOr<int> RequireInt(const Json& j, absl::string_view field) {
 }
 
 absl::StatusOr<std::optional<double>> GetNumber(const Json& j, absl::string_view field) {
-  auto it = j.find(field);
-  if (it == j.end() || it->is_null()) return std::optional<double>();
-  if (!it->is_number()) return FieldError(field, "must be a number");
-  return std::optional<double>(it->get<double>());
+  return json::OptionalNumber(j, field, field, kConfigJson);
 }
 
 absl::StatusOr<std::optional<bool>> GetBool(const Json& j, absl::string_view field) {
-  auto it = j.find(field);
-  if (it == j.end() || it->is_null()) return std::optional<bool>();
-  if (!it->is_boolean()) return FieldError(field, "must be true or false");
-  return std::optional<bool>(it->get<bool>());
+  return json::OptionalBool(j, field, field, kConfigJson);
 }
 
 // eos_token_id is a number or a list of numbers.

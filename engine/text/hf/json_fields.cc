@@ -3,11 +3,17 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "base/json_fields.h"
 
 namespace kvserve::hf {
+namespace {
+
+const json::FieldErrors kTokenizerJson{"tokenizer.json"};
+
+}  // namespace
 
 absl::Status FieldError(absl::string_view path, absl::string_view message) {
-  return absl::InvalidArgumentError(absl::StrCat("tokenizer.json: ", path, ": ", message));
+  return kTokenizerJson(path, message);
 }
 
 std::string JoinPath(absl::string_view parent, absl::string_view key) {
@@ -16,9 +22,7 @@ std::string JoinPath(absl::string_view parent, absl::string_view key) {
 }
 
 const Json* FindField(const Json& object, absl::string_view key) {
-  if (!object.is_object()) return nullptr;
-  auto it = object.find(std::string(key));
-  return it == object.end() ? nullptr : &*it;
+  return json::FindField(object, key);
 }
 
 absl::StatusOr<const Json*> RequiredField(const Json& object, absl::string_view key,
@@ -40,26 +44,26 @@ absl::StatusOr<std::string> StringField(const Json& object, absl::string_view ke
 absl::StatusOr<std::string> OptionalStringField(const Json& object, absl::string_view key,
                                                 absl::string_view parent,
                                                 const std::string& fallback) {
-  const Json* value = FindField(object, key);
-  if (value == nullptr || value->is_null()) return fallback;
-  if (!value->is_string()) return FieldError(JoinPath(parent, key), "must be a string or null");
-  return value->get<std::string>();
+  absl::StatusOr<std::optional<std::string>> value =
+      json::OptionalString(object, key, JoinPath(parent, key), kTokenizerJson);
+  if (!value.ok()) return value.status();
+  return value->value_or(fallback);
 }
 
 absl::StatusOr<bool> BoolField(const Json& object, absl::string_view key,
                                absl::string_view parent, bool fallback) {
-  const Json* value = FindField(object, key);
-  if (value == nullptr || value->is_null()) return fallback;
-  if (!value->is_boolean()) return FieldError(JoinPath(parent, key), "must be true or false");
-  return value->get<bool>();
+  absl::StatusOr<std::optional<bool>> value =
+      json::OptionalBool(object, key, JoinPath(parent, key), kTokenizerJson);
+  if (!value.ok()) return value.status();
+  return value->value_or(fallback);
 }
 
 absl::StatusOr<int64_t> IntField(const Json& object, absl::string_view key,
                                  absl::string_view parent, int64_t fallback) {
-  const Json* value = FindField(object, key);
-  if (value == nullptr || value->is_null()) return fallback;
-  if (!value->is_number_integer()) return FieldError(JoinPath(parent, key), "must be an integer");
-  return value->get<int64_t>();
+  absl::StatusOr<std::optional<int64_t>> value =
+      json::OptionalInt(object, key, JoinPath(parent, key), kTokenizerJson);
+  if (!value.ok()) return value.status();
+  return value->value_or(fallback);
 }
 
 absl::StatusOr<int32_t> TokenId(const Json& value, absl::string_view path) {

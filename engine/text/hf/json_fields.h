@@ -1,6 +1,8 @@
 // Typed, non-throwing access to tokenizer.json fields. Every failure is an
 // InvalidArgumentError that names the field by its path (e.g.
 // "model.merges[12]"), so a malformed file says what is wrong and where.
+// The typed reads are base/json_fields.h's (shared with config.json), with
+// tokenizer.json's error style, paths and fallbacks.
 #pragma once
 
 #include <cstdint>
