@@ -1,8 +1,8 @@
 """The soak's gRPC requests, each ending in exactly one terminal status in the
-ledger: Generate, GenerateStream (short, and long ones that fill the KV
-pool), Chat/ChatStream, a stream cancelled after
-its first messages, a deadline that expires mid-generation, malformed
-requests (INVALID_ARGUMENT) and a client whose channel closes mid-stream."""
+ledger: Generate, GenerateStream (short ones, and long ones that together fill
+the KV pool), Chat/ChatStream, a stream cancelled after its first messages, a
+deadline that expires mid-generation, malformed requests (INVALID_ARGUMENT)
+and a client whose channel closes mid-stream."""
 import grpc
 
 from kvserve.v1 import inference_pb2 as pb
