@@ -22,6 +22,7 @@ import sys
 import unittest
 
 import kubernetes_validate
+import yaml
 
 sys.path.insert(0, os.path.dirname(__file__))
 from deploy_files import DEPLOY, entrypoint_flag, flag_name, kvserve_flags, load_yaml, \
@@ -78,7 +79,7 @@ class KustomizationTest(unittest.TestCase):
             out = subprocess.run([kubectl, "kustomize", directory], capture_output=True,
                                  text=True, timeout=120)
             self.assertEqual(out.returncode, 0, out.stderr)
-            built = {doc["kind"] for doc in __import__("yaml").safe_load_all(out.stdout) if doc}
+            built = {doc["kind"] for doc in yaml.safe_load_all(out.stdout) if doc}
             self.assertTrue(kinds <= built, f"{directory}: {built}")
 
 
