@@ -11,6 +11,7 @@
   Services and the PodDisruptionBudget select the pods, the model volume is
   read-only, the GPU is requested;
 - the ServiceMonitor (a CRD: no schema in kubernetes-validate) by structure;
+- the whole resources that docs/deploy.md shows, against the schemas;
 - `kubectl kustomize` builds both kustomizations, where kubectl exists.
 
 Env: KVSERVE_BIN. Runs in the venv of tests/tools/setup_deploy_venv.sh."""
@@ -19,6 +20,7 @@ import re
 import shutil
 import subprocess
 import sys
+import textwrap
 import unittest
 
 import kubernetes_validate
@@ -108,6 +110,20 @@ class SchemaTest(unittest.TestCase):
                 **deployment["spec"]["template"]["spec"], "containers": [container]}}}}
         with self.assertRaises(kubernetes_validate.ValidationError):
             kubernetes_validate.validate(bad, OLDEST_VERSION, strict=True)
+
+
+class DocExamplesTest(unittest.TestCase):
+    def test_complete_resources_in_deploy_md_validate(self):
+        """docs/deploy.md's YAML blocks that are whole resources (apiVersion)."""
+        with open(os.path.join(DEPLOY, "..", "docs", "deploy.md")) as f:
+            text = f.read()
+        blocks = [textwrap.dedent(b) for b in re.findall(r"```yaml\n(.*?)```", text, re.DOTALL)]
+        resources = [doc for b in blocks for doc in yaml.safe_load_all(b)
+                     if isinstance(doc, dict) and "apiVersion" in doc]
+        self.assertTrue(resources, "docs/deploy.md has a complete resource")
+        for doc in resources:
+            with self.subTest(kind=doc["kind"]):
+                kubernetes_validate.validate(doc, OLDEST_VERSION, strict=True)
 
 
 class DeploymentContractTest(unittest.TestCase):
