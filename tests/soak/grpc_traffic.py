@@ -159,7 +159,7 @@ class GrpcTraffic:
         """Each bad field must come back INVALID_ARGUMENT, never anything else."""
         request = self.ledger.begin("grpc_malformed", "grpc")
         good = self.generate_request(rng)
-        kind = rng.randrange(6)
+        kind = rng.randrange(7)
         if kind == 0:
             good.sampling.temperature = -1.0
         elif kind == 1:
@@ -170,6 +170,8 @@ class GrpcTraffic:
             good.token_ids.ids.extend([1, 99_999])
         elif kind == 4:
             good.ClearField("text")
+        elif kind == 6:
+            good.request_id = "x" * 300  # at most 256 bytes
         try:
             if kind == 5:  # a role the chat template refuses
                 self.stub.Chat(self.chat_request(rng, role="robot"), timeout=TIMEOUT_S)
