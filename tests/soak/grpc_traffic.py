@@ -3,6 +3,9 @@ ledger: Generate, GenerateStream (short ones, and long ones that together fill
 the KV pool), Chat/ChatStream, a stream cancelled after its first messages, a
 deadline that expires mid-generation, malformed requests (INVALID_ARGUMENT)
 and a client whose channel closes mid-stream."""
+import random
+import threading
+
 import grpc
 
 from kvserve.v1 import inference_pb2 as pb
@@ -118,6 +121,25 @@ class GrpcTraffic:
         call = self.stub.GenerateStream(
             self.generate_request(rng, rng.randint(200, 800), ignore_eos=True), timeout=TIMEOUT_S)
         self.end_stream(request, self.read_stream(request, call), ())
+
+    def warm_up(self, rng, streams=3, prompt_tokens=700, new_tokens=600):
+        """The largest steps the soak produces, once, before the RSS baseline:
+        long prompts (chunked at --max_num_batched_tokens) and more long
+        streams than the KV pool holds, so sequences are preempted and
+        recomputed. Returns when all of them have ended."""
+        def one(seed):
+            request = self.ledger.begin("grpc_warmup", "grpc")
+            long_prompt = pb.GenerateRequest(
+                text="".join(random.Random(seed).choice("abcdefghij ") for _ in range(prompt_tokens)),
+                sampling=pb.SamplingParams(temperature=0.0),
+                stopping=pb.StoppingCriteria(max_new_tokens=new_tokens, ignore_eos=True))
+            call = self.stub.GenerateStream(long_prompt, timeout=TIMEOUT_S)
+            self.end_stream(request, self.read_stream(request, call), ())
+        threads = [threading.Thread(target=one, args=(rng.random(),)) for _ in range(streams)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
 
     def chat(self, rng):
         request = self.ledger.begin("grpc_chat", "grpc")

@@ -41,12 +41,18 @@ class ServerProcess:
             time.sleep(0.1)
         raise RuntimeError(f"kvserve did not serve within {timeout_s} s")
 
-    def rss_mb(self):
+    def _status(self, field):
         with open(f"/proc/{self.pid}/status") as status:
             for line in status:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024.0
-        raise RuntimeError("no VmRSS in /proc/PID/status")
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+        raise RuntimeError(f"no {field} in /proc/PID/status")
+
+    def rss_mb(self):
+        return self._status("VmRSS") / 1024.0
+
+    def threads(self):
+        return self._status("Threads")
 
     def metrics(self):
         """{(name, frozenset(labels)): value} from /metrics."""
