@@ -21,7 +21,12 @@ absl::StatusOr<std::string> ReadPem(const std::string& path, const char* flag) {
 }
 
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const ServerOptions& o) {
-  if (o.tls_cert_file.empty() && o.tls_key_file.empty()) return grpc::InsecureServerCredentials();
+  if (o.tls_cert_file.empty() && o.tls_key_file.empty()) {
+    if (!o.tls_client_ca_file.empty()) {
+      return absl::InvalidArgumentError("--tls_client_ca needs TLS: give --tls_cert and --tls_key");
+    }
+    return grpc::InsecureServerCredentials();
+  }
   if (o.tls_cert_file.empty() || o.tls_key_file.empty()) {
     return absl::InvalidArgumentError("--tls_cert and --tls_key must be given together");
   }
@@ -34,6 +39,12 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const Serve
   pair.cert_chain = *cert;
   pair.private_key = *key;
   ssl.pem_key_cert_pairs.push_back(pair);
+  if (!o.tls_client_ca_file.empty()) {
+    absl::StatusOr<std::string> ca = ReadPem(o.tls_client_ca_file, "tls_client_ca");
+    if (!ca.ok()) return ca.status();
+    ssl.pem_root_certs = *ca;
+    ssl.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+  }
   return grpc::SslServerCredentials(ssl);
 }
 
@@ -61,7 +72,12 @@ absl::StatusOr<std::unique_ptr<KvServer>> KvServer::Start(const ServerOptions& o
   grpc::ServerBuilder builder;
   const std::string address = absl::StrCat(options.host, ":", options.port);
   builder.AddListeningPort(address, *creds, &server->port_);
-  builder.RegisterService(&server->service_);
+  if (options.auth) {
+    server->auth_service_ = std::make_unique<AuthenticatingService>(server->service_, options.auth);
+    builder.RegisterService(server->auth_service_.get());
+  } else {
+    builder.RegisterService(&server->service_);
+  }
   ApplyGrpcLimits(options.grpc_limits, builder);
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->port_ == 0) {

@@ -10,7 +10,7 @@ namespace kvserve::http {
 namespace {
 
 HttpReply JsonReply(int status, const nlohmann::json& body) {
-  return HttpReply{status, "application/json", DumpJson(body), 0};
+  return HttpReply{status, "application/json", DumpJson(body), 0, ""};
 }
 
 }  // namespace
