@@ -2,8 +2,9 @@
 """Authentication of the real kvserve binary (--auth_token_file): gRPC and
 HTTP refuse a missing or wrong bearer token and serve a right one, health
 stays open on both, and kvserve-cli, kvserve-bench and the Python examples
-authenticate with a token file, a flag or $KVSERVE_AUTH_TOKEN. Also: a
-token file with no token is refused at start-up.
+authenticate with a token file, a flag or $KVSERVE_AUTH_TOKEN. With
+--tls_client_ca, kvserve-cli and kvserve-bench connect only with a client
+certificate. A token file with no token is refused at start-up.
 
 Run by ctest with KVSERVE_BIN, KVSERVE_CLI, KVSERVE_BENCH_BIN,
 KVSERVE_PY_EXAMPLE, KVSERVE_PY_CHAT, KVSERVE_TEST_DATA_DIR, and PYTHONPATH
@@ -207,6 +208,56 @@ class AuthBinaryTest(unittest.TestCase):
         chat = [sys.executable, os.environ["KVSERVE_PY_CHAT"], "--target", self.target,
                 "--message", "hi", "--max-tokens", "2", "--json", "--auth-token", "tok-alpha"]
         result = self.run_tool(chat)
+        self.assertEqual(result.returncode, 0, result.stderr)
+
+
+class MutualTlsTest(unittest.TestCase):
+    """--tls_client_ca on the binary; kvserve-cli and kvserve-bench with and
+    without a client certificate the CA signed."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        d = cls.tmp.name
+        ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"
+        subprocess.run(
+            f"openssl req -x509 {ec} -days 1 -subj /CN=localhost "
+            f"-addext subjectAltName=DNS:localhost -keyout server.key -out server.pem && "
+            f"openssl req -x509 {ec} -days 1 -subj /CN=test-ca -keyout ca.key -out ca.pem && "
+            f"openssl req {ec} -subj /CN=client -keyout client.key -out client.csr && "
+            f"openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
+            f"-days 1 -out client.pem",
+            shell=True, cwd=d, check=True, capture_output=True)
+        cls.server = KvserveServer(f"--tls_cert={d}/server.pem", f"--tls_key={d}/server.key",
+                                   f"--tls_client_ca={d}/ca.pem")
+        cls.server.start()
+        match = __import__("re").search(r"serving .* on [0-9.]+:(\d+)", "".join(cls.server.log))
+        cls.tls = [f"--target=127.0.0.1:{match.group(1)}", "--tls", f"--tls_ca={d}/server.pem"]
+        cls.cert = [f"--tls_client_cert={d}/client.pem", f"--tls_client_key={d}/client.key"]
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+        cls.tmp.cleanup()
+
+    def run_tool(self, command):
+        return subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT_S)
+
+    def test_cli_needs_a_client_certificate(self):
+        cli = [os.environ["KVSERVE_CLI"], *self.tls, "--tls-server-name=localhost"]
+        result = self.run_tool(cli + ["--timeout-s=30", "info"])
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("UNAVAILABLE", result.stderr)
+        result = self.run_tool(cli + self.cert + ["generate", "--prompt-ids=1,2", "--max-tokens=2",
+                                                  "--json"])
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(len(json.loads(result.stdout)["token_ids"]), 2)
+
+    def test_bench_with_a_client_certificate(self):
+        bench = [os.environ["KVSERVE_BENCH_BIN"], *self.tls, "--tls_server_name=localhost",
+                 "--concurrency=1", "--requests=2", "--warmup_requests=0", "--prompt_tokens=4",
+                 "--output_tokens=2", "--progress=false"]
+        result = self.run_tool(bench + self.cert)
         self.assertEqual(result.returncode, 0, result.stderr)
 
 

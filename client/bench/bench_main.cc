@@ -63,6 +63,8 @@ ABSL_FLAG(std::string, json_out, "", "Write the JSON report here.");
 ABSL_FLAG(std::string, plot_out, "", "Write a throughput-latency PNG here (gnuplot).");
 ABSL_FLAG(bool, tls, false, "Connect with TLS.");
 ABSL_FLAG(std::string, tls_ca, "", "PEM root certificates for --tls.");
+ABSL_FLAG(std::string, tls_server_name, "",
+          "Name the server certificate must carry, when it differs from --target's host.");
 ABSL_FLAG(std::string, tls_client_cert, "",
           "PEM client certificate, for a server with --tls_client_ca (with --tls_client_key).");
 ABSL_FLAG(std::string, tls_client_key, "", "PEM private key of --tls_client_cert.");
@@ -181,6 +183,7 @@ int Run() {
   options.targets = config->targets;
   options.use_tls = config->use_tls;
   options.tls_root_certs_file = config->tls_ca;
+  options.tls_server_name = absl::GetFlag(FLAGS_tls_server_name);
   options.tls_client_cert_file = absl::GetFlag(FLAGS_tls_client_cert);
   options.tls_client_key_file = absl::GetFlag(FLAGS_tls_client_key);
   absl::StatusOr<std::string> token =
