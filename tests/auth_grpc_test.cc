@@ -150,6 +150,11 @@ TEST_F(AuthGrpcTest, EveryMethodRefusesAMissingOrWrongToken) {
     EXPECT_EQ(Call(m, "Basic dG9rZW4tb25l").error_code(), grpc::StatusCode::UNAUTHENTICATED);
     EXPECT_EQ(Call(m, "Bearer token-one-and-more").error_code(),
               grpc::StatusCode::UNAUTHENTICATED);
+    // Two values, even if one is right: which one a proxy forwards is unclear.
+    grpc::ClientContext twice;
+    twice.AddMetadata("authorization", "Bearer token-one");
+    twice.AddMetadata("authorization", "Bearer token-three");
+    EXPECT_EQ(m.call(*stub_, &twice).error_code(), grpc::StatusCode::UNAUTHENTICATED);
   }
 }
 
