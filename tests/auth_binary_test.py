@@ -127,23 +127,37 @@ class AuthBinaryTest(unittest.TestCase):
 
     # --- gRPC ---
 
+    def grpc_calls(self):
+        """(name, call(metadata)) for each method family of kvserve.v1."""
+        generate = inference_pb2.GenerateRequest()
+        generate.token_ids.ids.extend([1, 2, 3])
+        generate.stopping.max_new_tokens = 2
+        chat = inference_pb2.ChatRequest()
+        chat.messages.add(role="user", content="hi")
+        chat.stopping.max_new_tokens = 2
+        s, t = self.stub, TIMEOUT_S
+        return [
+            ("Generate", lambda md: s.Generate(generate, timeout=t, metadata=md)),
+            ("GenerateStream", lambda md: list(s.GenerateStream(generate, timeout=t, metadata=md))),
+            ("Chat", lambda md: s.Chat(chat, timeout=t, metadata=md)),
+            ("ChatStream", lambda md: list(s.ChatStream(chat, timeout=t, metadata=md))),
+            ("Tokenize", lambda md: s.Tokenize(inference_pb2.TokenizeRequest(text="hi"),
+                                               timeout=t, metadata=md)),
+            ("GetModelInfo", lambda md: s.GetModelInfo(inference_pb2.GetModelInfoRequest(),
+                                                       timeout=t, metadata=md)),
+        ]
+
     def test_grpc_refuses_a_missing_or_wrong_token_and_serves_a_right_one(self):
-        request = inference_pb2.GenerateRequest()
-        request.token_ids.ids.extend([1, 2, 3])
-        request.stopping.max_new_tokens = 2
-        for metadata in [(), (("authorization", "Bearer tok-gamma"),)]:
-            with self.assertRaises(grpc.RpcError) as caught:
-                self.stub.Generate(request, timeout=TIMEOUT_S, metadata=metadata)
-            self.assertEqual(caught.exception.code(), grpc.StatusCode.UNAUTHENTICATED)
-            with self.assertRaises(grpc.RpcError) as caught:
-                list(self.stub.GenerateStream(request, timeout=TIMEOUT_S, metadata=metadata))
-            self.assertEqual(caught.exception.code(), grpc.StatusCode.UNAUTHENTICATED)
-        right = (("authorization", "Bearer tok-beta"),)
-        reply = self.stub.Generate(request, timeout=TIMEOUT_S, metadata=right)
-        self.assertEqual(len(reply.token_ids), 2)
-        info = self.stub.GetModelInfo(inference_pb2.GetModelInfoRequest(), timeout=TIMEOUT_S,
-                                      metadata=right)
-        self.assertGreater(info.vocab_size, 0)
+        for name, call in self.grpc_calls():
+            for metadata in [(), (("authorization", "Bearer tok-gamma"),),
+                             (("authorization", "tok-alpha"),)]:
+                with self.subTest(method=name, metadata=metadata):
+                    with self.assertRaises(grpc.RpcError) as caught:
+                        call(metadata)
+                    self.assertEqual(caught.exception.code(), grpc.StatusCode.UNAUTHENTICATED)
+            for token in TOKENS:
+                with self.subTest(method=name, token=token):
+                    self.assertTrue(call((("authorization", f"Bearer {token}"),)))
 
     def test_grpc_health_and_reflection_are_open(self):
         # No Python stubs of grpc.health.v1 (a generated "grpc" package would
