@@ -54,7 +54,7 @@ class OpenAiService {
                                                     const std::string& body,
                                                     std::function<void()> notify);
 
-  /// From now on every request but GET /health needs one of `tokens` as
+  /// Before serving (not synchronized): every request but GET /health needs one of `tokens` as
   /// "Authorization: Bearer <token>" (openai_auth.cc).
   void RequireBearerTokens(std::shared_ptr<const BearerTokens> tokens) { auth_ = std::move(tokens); }
   /// Before Handle: the 401 reply, or nullopt when the request may go on.
