@@ -76,7 +76,10 @@ absl::StatusOr<std::unique_ptr<KvServer>> KvServer::Start(const ServerOptions& o
         absl::Seconds(options.grpc_limits.malloc_trim_interval_s));
   }
   if (options.metrics_port >= 0) {
-    auto metrics = MetricsHttpServer::Start(options.host, options.metrics_port, registry);
+    MetricsHttpOptions metrics_options;
+    metrics_options.host = options.metrics_host;
+    metrics_options.port = options.metrics_port;
+    auto metrics = MetricsHttpServer::Start(metrics_options, registry);
     if (!metrics.ok()) {
       server->Shutdown();
       return metrics.status();
