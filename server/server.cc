@@ -8,6 +8,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/logging.h"
+#include "server/library_logs.h"
+#include "server/parse_error_interceptor.h"
 
 namespace kvserve {
 namespace {
@@ -63,6 +65,10 @@ absl::StatusOr<std::unique_ptr<KvServer>> KvServer::Start(const ServerOptions& o
   builder.AddListeningPort(address, *creds, &server->port_);
   builder.RegisterService(&server->service_);
   ApplyGrpcLimits(options.grpc_limits, builder);
+  InstallLibraryLogHandlers();
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  interceptors.push_back(MakeParseErrorInterceptorFactory());
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->port_ == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", address));
