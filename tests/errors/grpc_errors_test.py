@@ -208,22 +208,41 @@ class GrpcErrorsTest(unittest.TestCase):
         self.assertLessEqual(len(logged), 20, "".join(logged))
 
 
-class QueueFullTest(unittest.TestCase):
-    """Row queue_full: --max_num_seqs=1 --max_queued_requests=0 and one stream running."""
+class BusyAndDrainingTest(unittest.TestCase):
+    """Rows queue_full, cancelled and draining: --max_num_seqs=1
+    --max_queued_requests=0, and one stream holding the only slot."""
 
-    def test_second_request_is_resource_exhausted_naming_the_flags(self):
-        server = Server("--max_num_seqs=1", "--max_queued_requests=0")
+    def test_queue_full_then_cancelled_then_draining(self):
+        # The holder's 2,000 tokens take seconds: the checks below run while it holds the slot.
+        server = Server("--max_num_seqs=1", "--max_queued_requests=0", "--shutdown_grace_s=60",
+                        "--num_kv_blocks=256")
         try:
             stub = pb_grpc.InferenceStub(server.channel)
-            request = with_stopping(tokens(1, 2, 3, max_new_tokens=900), ignore_eos=True)
+            request = with_stopping(tokens(1, 2, 3, max_new_tokens=2000), ignore_eos=True)
             holder = stub.GenerateStream(request, timeout=DEADLINE_S)
             next(holder)  # running: it holds the only slot
             code, details = server.call("Generate", tokens(1, 2))
             self.assertEqual(code, grpc.StatusCode.RESOURCE_EXHAUSTED, details)
             self.assertIn("--max_num_seqs + --max_queued_requests", details)
+
+            cancelled = 'kvserve_requests_total{api="grpc",outcome="cancelled"}'
+            before = server.metric(cancelled) or 0
             holder.cancel()
+            wait_for(lambda: (server.metric(cancelled) or 0) == before + 1,
+                     "the cancelled stream counted")
             wait_for(lambda: server.metric("kvserve_kv_blocks_used") == 0,
-                     "the cancelled stream's KV blocks back in the pool")
+                     "its KV blocks back in the pool")
+
+            # SIGTERM while a stream runs: it keeps the server in its grace
+            # period, and new calls are refused meanwhile.
+            holder = stub.GenerateStream(request, timeout=DEADLINE_S)
+            next(holder)
+            server.process.terminate()
+            outcome = []
+            wait_for(lambda: outcome.append(server.call("Generate", tokens(1, 2))) or
+                     outcome[-1][0] == grpc.StatusCode.UNAVAILABLE, "calls refused")
+            self.assertIn("the server is shutting down", outcome[-1][1])
+            holder.cancel()  # ends the grace period early
         finally:
             self.assertEqual(server.stop(), 0)
 
