@@ -102,22 +102,24 @@ STREAMING = {"GenerateStream", "ChatStream"}
 
 
 class Server:
-    """kvserve on the built-in model with a chat template; stderr kept line by line."""
+    """kvserve, by default on the built-in model with a chat template; stderr
+    kept line by line."""
 
-    def __init__(self, *flags):
+    def __init__(self, *flags, chat=True):
         data = os.environ["KVSERVE_TEST_DATA_DIR"]
+        template = os.path.join(data, "chat", "chatml_strict.jinja")
         self.process = subprocess.Popen(
             [os.environ["KVSERVE_BIN"], "--port=0", "--http_port=-1", "--metrics_port=0",
              "--host=127.0.0.1", f"--num_kv_blocks={KV_BLOCKS}",
-             f"--chat_template={os.path.join(data, 'chat', 'chatml_strict.jinja')}", *flags],
+             *([f"--chat_template={template}"] if chat else []), *flags],
             stderr=subprocess.PIPE, text=True)
         self.lines = []
         self.metrics_port = None
         for line in self.process.stderr:
             self.lines.append(line)
-            match = re.search(r"metrics on http://[0-9.]+:(\d+)", line)
+            match = re.search(r"metrics on http://([0-9.]+):(\d+)", line)
             if match:
-                self.metrics_port = int(match.group(1))
+                self.metrics_host, self.metrics_port = match.group(1), int(match.group(2))
             match = re.search(r"serving .* on [0-9.]+:(\d+)", line)
             if match:
                 self.target = f"127.0.0.1:{match.group(1)}"
@@ -194,6 +196,14 @@ class GrpcErrorsTest(unittest.TestCase):
         wait_for(lambda: self.server.metric("kvserve_kv_blocks_used") == 0,
                  "every KV block back in the pool")
 
+    def test_metrics_listen_on_loopback_by_default(self):
+        # No --metrics_host given: the kernel shows the listener on 127.0.0.1
+        # (0100007F in /proc/net/tcp), state 0A (LISTEN).
+        self.assertEqual(self.server.metrics_host, "127.0.0.1")
+        with open("/proc/net/tcp") as tcp:
+            listening = [line.split()[1] for line in tcp if line.split()[3] == "0A"]
+        self.assertIn(f"0100007F:{self.server.metrics_port:04X}", listening)
+
     def test_a_thousand_invalid_utf8_requests_log_a_bounded_number_of_lines(self):
         before = sum("invalid UTF-8" in line for line in self.server.lines)
         for i in range(1000):
@@ -206,6 +216,35 @@ class GrpcErrorsTest(unittest.TestCase):
         # rows ran in the same minute or the next few at most.
         logged = [line for line in self.server.lines if "invalid UTF-8" in line][before:]
         self.assertLessEqual(len(logged), 20, "".join(logged))
+
+
+class NoTokenizerTest(unittest.TestCase):
+    """Rows that need a model without tokenizer.json (and so without chat)."""
+
+    ROWS = [
+        ("tokenize_without_tokenizer", "Tokenize", pb.TokenizeRequest(text="hi"),
+         grpc.StatusCode.FAILED_PRECONDITION, "this model has no tokenizer"),
+        ("detokenize_without_tokenizer", "Detokenize", pb.DetokenizeRequest(token_ids=[1]),
+         grpc.StatusCode.FAILED_PRECONDITION, "this model has no tokenizer"),
+        ("chat_unavailable", "Chat", chat(("user", "hi")),
+         grpc.StatusCode.FAILED_PRECONDITION, "chat is not available for this model"),
+        ("text_without_tokenizer", "GenerateStream", pb.GenerateRequest(text="hi"),
+         grpc.StatusCode.INVALID_ARGUMENT, "text input needs a tokenizer"),
+        ("stop_without_tokenizer", "Generate", with_stopping(tokens(1, 2), stop=["x"]),
+         grpc.StatusCode.INVALID_ARGUMENT, "stopping.stop needs a tokenizer"),
+    ]
+
+    def test_every_row_gets_its_code_and_names_the_field(self):
+        model = os.path.join(os.environ["KVSERVE_TEST_DATA_DIR"], "tiny-llama-gqa")
+        server = Server(f"--model={model}", chat=False)
+        try:
+            for name, method, request, code, message in self.ROWS:
+                with self.subTest(row=name):
+                    got_code, details = server.call(method, request)
+                    self.assertEqual(got_code, code, details)
+                    self.assertIn(message, details)
+        finally:
+            self.assertEqual(server.stop(), 0)
 
 
 class BusyAndDrainingTest(unittest.TestCase):

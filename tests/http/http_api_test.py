@@ -467,6 +467,12 @@ class QueueFullAndDrainingTest(unittest.TestCase):
             self.assertEqual(body["error"]["type"], "rate_limit_error")
             self.assertEqual(response.getheader("Retry-After"), "1")
 
+            # This server has no chat template: chat is a 400 naming why.
+            status, _, body = client.post("/v1/chat/completions",
+                                          {"messages": [{"role": "user", "content": "Hi"}]})
+            self.assertEqual(status, 400, body)
+            self.assertIn("chat is not available", body["error"]["message"])
+
             # Draining: the held stream keeps the server in its grace period.
             server.send_signal(signal.SIGTERM)
             wait_for(lambda: client.request("GET", "/health")[0] == 503, "/health to say 503")
