@@ -149,6 +149,7 @@ int Run() {
   options.host = absl::GetFlag(FLAGS_host);
   options.port = absl::GetFlag(FLAGS_port);
   options.metrics_port = absl::GetFlag(FLAGS_metrics_port);
+  options.metrics_host = absl::GetFlag(FLAGS_metrics_host);
   options.shutdown_grace = absl::Seconds(absl::GetFlag(FLAGS_shutdown_grace_s));
   options.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
   options.tls_key_file = absl::GetFlag(FLAGS_tls_key);
@@ -179,7 +180,7 @@ int Run() {
   KV_LOG(INFO) << "serving " << info.model_name << " on " << options.host << ":"
                << (*server)->port() << " (" << info.device << ", " << info.dtype << ")"
                << ((*server)->metrics_port() > 0
-                       ? absl::StrCat("; metrics on http://", options.host, ":",
+                       ? absl::StrCat("; metrics on http://", options.metrics_host, ":",
                                       (*server)->metrics_port(), "/metrics")
                        : std::string());
 

@@ -8,6 +8,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/logging.h"
+#include "server/library_logs.h"
+#include "server/parse_error_interceptor.h"
 
 namespace kvserve {
 namespace {
@@ -79,6 +81,10 @@ absl::StatusOr<std::unique_ptr<KvServer>> KvServer::Start(const ServerOptions& o
     builder.RegisterService(&server->service_);
   }
   ApplyGrpcLimits(options.grpc_limits, builder);
+  InstallLibraryLogHandlers();
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  interceptors.push_back(MakeParseErrorInterceptorFactory());
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->port_ == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", address));
@@ -92,7 +98,10 @@ absl::StatusOr<std::unique_ptr<KvServer>> KvServer::Start(const ServerOptions& o
         absl::Seconds(options.grpc_limits.malloc_trim_interval_s));
   }
   if (options.metrics_port >= 0) {
-    auto metrics = MetricsHttpServer::Start(options.host, options.metrics_port, registry);
+    MetricsHttpOptions metrics_options;
+    metrics_options.host = options.metrics_host;
+    metrics_options.port = options.metrics_port;
+    auto metrics = MetricsHttpServer::Start(metrics_options, registry);
     if (!metrics.ok()) {
       server->Shutdown();
       return metrics.status();

@@ -25,6 +25,7 @@ struct ServerOptions {
   std::string host = "0.0.0.0";
   int port = 50051;          // 0: any free port
   int metrics_port = 9464;   // 0: any free port; -1: no metrics endpoint
+  std::string metrics_host = "127.0.0.1";  // private by default (--metrics_host)
   /// On shutdown, in-flight requests get this long to finish before they are cancelled.
   absl::Duration shutdown_grace = absl::Seconds(5);
   std::string tls_cert_file;  // PEM; with tls_key_file, serve TLS instead of plaintext
