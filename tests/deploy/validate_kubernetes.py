@@ -152,6 +152,9 @@ class DeploymentContractTest(unittest.TestCase):
         self.assertEqual(self.ports["grpc"], int(entrypoint_flag("port")))
         self.assertEqual(self.ports["metrics"], int(entrypoint_flag("metrics_port")))
         self.assertEqual(self.ports["http"], int(self.arg("http_port") or 8000))
+        # Prometheus scrapes from outside the pod: /metrics must not stay on
+        # loopback (--metrics_host defaults to 127.0.0.1).
+        self.assertEqual(self.arg("metrics_host") or entrypoint_flag("metrics_host"), "0.0.0.0")
 
     def test_probes_are_grpc_health_on_the_grpc_port(self):
         for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
