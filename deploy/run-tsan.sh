@@ -11,11 +11,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${TSAN_BUILD_DIR:-build-tsan}
-# The engine (engine thread + output thread), server and client tests: every
-# test binary that runs an Engine or a server.
 TARGETS=(output_processor_test scheduler_test batching_test server_test cancellation_test
-         client_test text_serving_test runner_state_test http_server_test
-         prefix_caching_engine_test sampling_engine_test chat_api_test)
+         client_test text_serving_test runner_state_test http_server_test)
 
 launcher=()
 if command -v ccache >/dev/null; then
