@@ -25,13 +25,15 @@ BUILD_PACKAGES=(
   libboost1.81-dev
 )
 # Tests and tools: the Python client example/test, the load generator's plot,
-# and a virtualenv with PyPI's `tokenizers` for the tokenizer differential test.
+# a virtualenv with PyPI's `tokenizers` for the tokenizer differential test,
+# and clang with its runtimes (libFuzzer, ASan) for deploy/run-fuzz.sh.
 TEST_PACKAGES=(
   python3 python3-grpcio python3-protobuf python3-venv python3-pip
   gnuplot-nox
   curl openssl
   python3-jinja2
   python3-h2
+  clang libclang-rt-dev
 )
 # What the installed server binary links at run time (used by the Dockerfile).
 RUNTIME_PACKAGES=(

@@ -33,7 +33,10 @@ GgufBuilder SmallFile() {
 }
 
 TEST(GgufFileTest, GoodFileOpens) {
-  auto file = Parse(SmallFile().Build());
+  // FromBytes borrows the image: it must outlive the file (ASan found the
+  // tensor read below going to a freed temporary).
+  const std::string image = SmallFile().Build();
+  auto file = Parse(image);
   ASSERT_TRUE(file.ok()) << file.status();
   EXPECT_EQ((*file)->version(), 3u);
   EXPECT_EQ(*(*file)->metadata().GetString("general.architecture"), "llama");

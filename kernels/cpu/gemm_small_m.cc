@@ -10,8 +10,12 @@
 namespace kvserve::cpu {
 namespace {
 
+#if defined(__clang__)  // the fuzz build (docs/testing.md)
+#pragma clang attribute push(__attribute__((target("avx512f"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx512f")
+#endif
 namespace avx512 {
 // 32 vector registers: 4 rows of W × 4 rows of x = 16 accumulators.
 struct Ops {
@@ -32,10 +36,18 @@ struct Ops {
 };
 #include "kernels/cpu/gemm_small_m_kernel.inc"
 }  // namespace avx512
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 
+#if defined(__clang__)  // the fuzz build (docs/testing.md)
+#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")
+#endif
 namespace avx2 {
 // 16 vector registers: 4 rows of W × 2 rows of x = 8 accumulators.
 struct Ops {
@@ -53,7 +65,11 @@ struct Ops {
 };
 #include "kernels/cpu/gemm_small_m_kernel.inc"
 }  // namespace avx2
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 
 namespace portable {
 // SSE2 (baseline x86-64): 4 rows of W × 1 row of x.
