@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <mutex>
 
+#include "absl/strings/match.h"
 #include "client/client.h"
 #include "client/replica_set.h"
 #include "gtest/gtest.h"
@@ -274,6 +275,28 @@ TEST(ClientRoutingTest, UnavailableBeforeAnyTokenFailsOverToAnotherReplica) {
   auto unary = Connect(draining.target() + "," + good.target())->Generate(Tokens(2));
   ASSERT_TRUE(unary.ok()) << unary.status();
   EXPECT_EQ(unary->token_ids_size(), 2);
+}
+
+TEST(ClientRoutingTest, ADnsNameIsOneReplicaPerAddress) {
+  // localhost often resolves to ::1 and 127.0.0.1; the server listens on
+  // 127.0.0.1 only, so a ::1 replica refuses and its calls fail over.
+  FakeReplica good(Behavior::kServe);
+  const std::string port = good.target().substr(good.target().rfind(':') + 1);
+  ClientOptions options;
+  options.targets = {"dns:///localhost:" + port};
+  auto client = Client::Connect(options);
+  if (!client.ok()) GTEST_SKIP() << "localhost does not resolve here: " << client.status();
+  std::vector<ReplicaStats> stats = (*client)->replica_stats();
+  ASSERT_GE(stats.size(), 1u);
+  for (const ReplicaStats& s : stats) {
+    EXPECT_EQ(s.target, "dns:///localhost:" + port);
+    EXPECT_TRUE(absl::EndsWith(s.address, ":" + port)) << s.address;
+  }
+  for (size_t i = 0; i < stats.size() + 1; ++i) {
+    StreamResult r = (*client)->GenerateStream(Tokens(2));
+    ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+    EXPECT_EQ(r.replica, "127.0.0.1:" + port);
+  }
 }
 
 TEST(ClientRoutingTest, AStreamThatSentTokensIsNeverResent) {
