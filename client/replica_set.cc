@@ -109,11 +109,12 @@ absl::StatusOr<std::unique_ptr<ReplicaSet>> ReplicaSet::Create(
   if (parsed.empty()) return absl::InvalidArgumentError("no target given");
   std::unique_ptr<ReplicaSet> set(new ReplicaSet(std::move(parsed), std::move(make_channel), options));
   for (const Target& t : set->targets_) set->has_dns_ |= t.dns;
-  if (absl::Status s = set->Resolve(); !s.ok()) return s;
+  // Every target must resolve the first time.
+  if (absl::Status s = set->Refresh(); !s.ok()) return s;
   return set;
 }
 
-absl::Status ReplicaSet::Resolve() {
+absl::Status ReplicaSet::Refresh() {
   // getaddrinfo blocks: it runs without the lock, then the result is merged.
   std::vector<Resolved> resolved;
   std::set<std::string> failed_targets;
@@ -123,17 +124,22 @@ absl::Status ReplicaSet::Resolve() {
       resolved.push_back({t.spec, t.spec, ""});
       continue;
     }
-    auto addresses = LookUp(t.spec, t.host, t.port);
+    auto addresses = options_.resolve ? options_.resolve(t.host, t.port) : LookUp(t.spec, t.host, t.port);
+    if (addresses.ok() && addresses->empty()) addresses = absl::UnavailableError("no address");
     if (!addresses.ok()) {
       failed_targets.insert(t.spec);
-      if (first_error.ok()) first_error = addresses.status();
+      if (first_error.ok()) {
+        first_error = options_.resolve
+                          ? absl::Status(addresses.status().code(),
+                                         absl::StrCat("target \"", t.spec, "\": ", addresses.status().message()))
+                          : addresses.status();
+      }
       continue;
     }
     for (const std::string& a : *addresses) resolved.push_back({a, t.spec, t.host});
   }
   std::lock_guard<std::mutex> lock(mu_);
   next_resolve_ = absl::Now() + options_.reresolve_every;
-  if (replicas_.empty() && !first_error.ok()) return first_error;  // the first resolution must succeed
   // A name that failed to resolve this time keeps its replicas; one that
   // resolved drops the addresses it no longer has.
   std::set<std::string> present;
@@ -147,7 +153,7 @@ absl::Status ReplicaSet::Resolve() {
     if (it != replicas_.end()) continue;
     replicas_.push_back(std::make_unique<Replica>(r.address, r.target, make_channel_(r.address, r.host)));
   }
-  return absl::OkStatus();
+  return first_error;  // Create refuses it; a later refresh keeps what it had
 }
 
 bool ReplicaSet::IsDown(const Replica& r, absl::Time now) const {
@@ -167,7 +173,7 @@ void ReplicaSet::MaybeReresolve() {
     if (now < next_resolve_ && !(all_down && now >= last + kMinResolveGap)) return;
     resolving_ = true;
   }
-  (void)Resolve();  // on failure the replicas stay as they were
+  (void)Refresh();  // on failure the replicas stay as they were
   std::lock_guard<std::mutex> lock(mu_);
   resolving_ = false;
 }

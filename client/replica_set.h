@@ -31,6 +31,11 @@ struct RoutingOptions {
   absl::Duration down_max = absl::Seconds(10);
   /// dns:/// targets are resolved again this often (and whenever every replica is down).
   absl::Duration reresolve_every = absl::Seconds(30);
+  /// Looks up a dns:/// name's HOST:PORT addresses; empty = getaddrinfo.
+  /// (Tests, or another discovery mechanism, plug in here.)
+  std::function<absl::StatusOr<std::vector<std::string>>(const std::string& host,
+                                                         const std::string& port)>
+      resolve;
 };
 
 /// A snapshot of one replica's counters.
@@ -90,6 +95,10 @@ class ReplicaSet {
   void Release(Replica* replica, grpc::StatusCode code);
   /// True when some listed replica is not in `tried` (a failover has somewhere to go).
   bool HasUntried(const std::vector<const Replica*>& tried) const;
+  /// Resolves the dns:/// targets now (Acquire does it when due): new
+  /// addresses become replicas, vanished ones stop being picked; a failed
+  /// lookup keeps its target's replicas.
+  absl::Status Refresh();
 
   std::vector<ReplicaStats> Stats() const;
   /// Every replica's channel (listed ones), e.g. for health checks.
@@ -103,8 +112,6 @@ class ReplicaSet {
   };
   ReplicaSet(std::vector<Target> targets, ChannelFactory make_channel, RoutingOptions options)
       : targets_(std::move(targets)), make_channel_(std::move(make_channel)), options_(options) {}
-  /// Resolves every target and merges the addresses into the replica list.
-  absl::Status Resolve();
   void MaybeReresolve();
   bool IsDown(const Replica& r, absl::Time now) const;
 

@@ -59,6 +59,48 @@ TEST(ReplicaSetTest, DnsTargetsResolveToOneReplicaPerAddress) {
   EXPECT_EQ(v6->Stats()[0].address, "[::1]:4711");
 }
 
+TEST(ReplicaSetTest, DnsNamesAreResolvedAgain) {
+  std::mutex mu;
+  std::vector<std::string> answer = {"10.0.0.1:7", "10.0.0.2:7"};
+  bool fail = false;
+  RoutingOptions options;
+  options.resolve = [&](const std::string& host,
+                        const std::string& port) -> absl::StatusOr<std::vector<std::string>> {
+    std::lock_guard<std::mutex> lock(mu);
+    EXPECT_EQ(host, "kvserve");
+    EXPECT_EQ(port, "7");
+    if (fail) return absl::UnavailableError("no answer");
+    return answer;
+  };
+  auto set = MakeSet({"dns:///kvserve:7"}, options);
+  ASSERT_NE(set, nullptr);
+  ASSERT_EQ(set->Stats().size(), 2u);
+  // One address goes, one comes: the gone one is never picked again.
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    answer = {"10.0.0.2:7", "10.0.0.3:7"};
+  }
+  ASSERT_TRUE(set->Refresh().ok());
+  std::vector<ReplicaStats> stats = set->Stats();
+  ASSERT_EQ(stats.size(), 3u);
+  EXPECT_FALSE(stats[0].listed);
+  EXPECT_TRUE(stats[1].listed);
+  EXPECT_EQ(stats[2].address, "10.0.0.3:7");
+  for (int i = 0; i < 4; ++i) EXPECT_NE(set->Acquire()->address(), "10.0.0.1:7");
+  // A failed lookup keeps the replicas as they were.
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    fail = true;
+  }
+  EXPECT_FALSE(set->Refresh().ok());
+  int listed = 0;
+  for (const ReplicaStats& s : set->Stats()) listed += s.listed;
+  EXPECT_EQ(listed, 2);
+  // The first lookup must succeed, and its error names the target.
+  auto never = ReplicaSet::Create({"dns:///kvserve:7"}, LazyChannel, options);
+  EXPECT_EQ(never.status().message(), "target \"dns:///kvserve:7\": no answer");
+}
+
 TEST(ReplicaSetTest, FewestInFlightWinsAndTiesGoRoundRobin) {
   auto set = MakeSet({"127.0.0.1:1001,127.0.0.1:1002,127.0.0.1:1003"});
   ASSERT_NE(set, nullptr);
