@@ -176,7 +176,8 @@ class FailoverTest(unittest.TestCase):
         # The load moved to C, and requests were moved off the replicas that went away.
         self.assertGreater(total(c_end, "kvserve_requests_total"), c_at_b_kill)
         self.assertGreater(level["failovers"], 0, log)
-        print(f"\nper replica: {json.dumps(by_replica)}; failovers {level['failovers']}, "
+        errors = sorted({r["error"] for r in records if r["code"] != 0})
+        print(f"\nper replica: {json.dumps(by_replica)}; failovers {level['failovers']}, errors {errors}, "
               f"failed {level['failed']} (C: {c_at_a_kill:.0f} at A's SIGTERM, "
               f"{c_at_b_kill:.0f} at B's SIGKILL, {total(c_end, 'kvserve_requests_total'):.0f} at the end)")
 
