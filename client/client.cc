@@ -245,7 +245,7 @@ namespace {
 
 // What an asynchronous stream carries from one attempt to the next.
 struct AsyncStreamState {
-  ReplicaSet* replicas = nullptr;
+  std::shared_ptr<ReplicaSet> replicas;  // outlives the Client if it must
   v1::GenerateRequest request;
   std::function<void(const StreamChunk&)> on_chunk;
   std::function<void(StreamResult)> on_done;
@@ -317,7 +317,7 @@ void Client::StartGenerateStream(const v1::GenerateRequest& request,
                                  std::function<void(StreamResult)> on_done,
                                  const CallOptions& options) {
   AsyncStreamState state;
-  state.replicas = replicas_.get();
+  state.replicas = replicas_;
   state.request = request;
   state.on_chunk = std::move(on_chunk);
   state.on_done = std::move(on_done);

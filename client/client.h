@@ -157,7 +157,9 @@ class Client {
   absl::Duration Backoff(int attempt) const;
 
   ClientOptions options_;
-  std::unique_ptr<ReplicaSet> replicas_;
+  // Shared with the asynchronous streams in flight: they may end after the
+  // Client is gone and still count themselves out of their replica.
+  std::shared_ptr<ReplicaSet> replicas_;
 };
 
 /// grpc::Status → absl::Status (same code and message).

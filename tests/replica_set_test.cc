@@ -405,5 +405,28 @@ TEST(ClientRoutingTest, AsyncStreamsSpreadByInFlightAndFailOver) {
   EXPECT_EQ(results[0].replica, held1.target());
 }
 
+TEST(ClientRoutingTest, AsyncStreamsMayOutliveTheClient) {
+  // cancellation_test's shutdown test drops its Client with streams in
+  // flight; their ends still count themselves out of their replica.
+  FakeReplica held(Behavior::kHold);
+  auto client = Connect(held.target());
+  std::mutex mu;
+  std::condition_variable cv;
+  int done = 0;
+  for (int i = 0; i < 3; ++i) {
+    client->StartGenerateStream(Tokens(2), {}, [&](StreamResult r) {
+      EXPECT_TRUE(r.status.ok()) << r.status.error_message();
+      std::lock_guard<std::mutex> lock(mu);
+      ++done;
+      cv.notify_all();
+    });
+  }
+  ASSERT_TRUE(held.WaitForCalls(3));
+  client.reset();
+  held.Release();
+  std::unique_lock<std::mutex> lock(mu);
+  EXPECT_TRUE(cv.wait_for(lock, std::chrono::seconds(30), [&] { return done == 3; }));
+}
+
 }  // namespace
 }  // namespace kvserve
