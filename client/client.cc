@@ -1,5 +1,6 @@
 #include "client/client.h"
 
+#include <condition_variable>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -8,6 +9,15 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 
 namespace kvserve {
+
+/// What asynchronous streams share with their Client (see client.h).
+struct AsyncLink {
+  // Recursive: a stream's end may start the next attempt, whose end gRPC
+  // may run inline on the same thread.
+  std::recursive_mutex mu;
+  std::condition_variable_any ended;
+  int in_flight = 0;  // asynchronous streams not yet ended
+};
 
 absl::Status ToAbslStatus(const grpc::Status& status) {
   if (status.ok()) return absl::OkStatus();
@@ -70,7 +80,16 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const ClientOptions& opt
   auto replicas = ReplicaSet::Create(options.targets, make_channel, options.routing);
   if (!replicas.ok()) return replicas.status();
   client->replicas_ = *std::move(replicas);
+  client->async_link_ = std::make_shared<AsyncLink>();
   return client;
+}
+
+Client::~Client() {
+  // gRPC's callback calls need their channel until they end (the channel
+  // owns their completion queue): wait for the asynchronous streams.
+  if (!async_link_) return;
+  std::unique_lock<std::recursive_mutex> lock(async_link_->mu);
+  async_link_->ended.wait(lock, [&] { return async_link_->in_flight == 0; });
 }
 
 void Client::PrepareContext(grpc::ClientContext& context, const CallOptions& options) const {
@@ -245,7 +264,8 @@ namespace {
 
 // What an asynchronous stream carries from one attempt to the next.
 struct AsyncStreamState {
-  std::shared_ptr<ReplicaSet> replicas;  // outlives the Client if it must
+  std::shared_ptr<AsyncLink> link;
+  ReplicaSet* replicas = nullptr;  // the Client's: it waits for its streams
   v1::GenerateRequest request;
   std::function<void(const StreamChunk&)> on_chunk;
   std::function<void(StreamResult)> on_done;
@@ -260,18 +280,21 @@ struct AsyncStreamState {
 // retries would sleep on gRPC's threads).
 class AsyncStream final : public grpc::ClientReadReactor<v1::GenerateResponse> {
  public:
-  static void Launch(AsyncStreamState state) { (new AsyncStream(std::move(state)))->Start(); }
+  /// Starts an attempt (the Client waits for it to end).
+  static void Launch(AsyncStreamState state, ReplicaSet& replicas) {
+    (new AsyncStream(std::move(state)))->Start(replicas);
+  }
 
  private:
   explicit AsyncStream(AsyncStreamState state) : state_(std::move(state)) {}
 
-  void Start() {
+  void Start(ReplicaSet& replicas) {
     const CallOptions& options = state_.options;
     if (options.timeout != absl::InfiniteDuration()) {
       context_.set_deadline(absl::ToChronoTime(state_.result.sent + options.timeout));
     }
     if (options.cancel) options.cancel->Attach(&context_);
-    replica_ = state_.replicas->Acquire(state_.tried);
+    replica_ = replicas.Acquire(state_.tried);
     state_.result.replica = replica_->address();
     state_.result.attempts = static_cast<int>(state_.tried.size()) + 1;
     replica_->stub().async()->GenerateStream(&context_, &state_.request, this);
@@ -287,21 +310,30 @@ class AsyncStream final : public grpc::ClientReadReactor<v1::GenerateResponse> {
   void OnDone(const grpc::Status& status) override {
     CancellationToken* cancel = state_.options.cancel;
     if (cancel) cancel->Detach();
-    state_.replicas->Release(replica_, status.error_code());
     StreamResult& result = state_.result;
     result.status = status;
     result.done = absl::Now();
     state_.tried.push_back(replica_);
-    const bool fail_over = status.error_code() == grpc::StatusCode::UNAVAILABLE &&
-                           result.chunk_times.empty() && !(cancel && cancel->cancelled()) &&
-                           state_.replicas->HasUntried(state_.tried);
-    if (fail_over) {
-      ++result.failovers;
-      Launch(std::move(state_));
-    } else if (state_.on_done) {
-      state_.on_done(std::move(result));
+    // The Client waits for this stream, so its replicas are still there.
+    std::shared_ptr<AsyncLink> link = state_.link;
+    {
+      std::lock_guard<std::recursive_mutex> lock(link->mu);
+      ReplicaSet& replicas = *state_.replicas;
+      replicas.Release(replica_, status.error_code());
+      if (status.error_code() == grpc::StatusCode::UNAVAILABLE && result.chunk_times.empty() &&
+          !(cancel && cancel->cancelled()) && replicas.HasUntried(state_.tried)) {
+        ++result.failovers;
+        Launch(std::move(state_), replicas);  // the next attempt carries the count on
+        delete this;
+        return;
+      }
     }
+    if (state_.on_done) state_.on_done(std::move(result));
     delete this;
+    // Last: a Client being destroyed returns only after on_done has run.
+    std::lock_guard<std::recursive_mutex> lock(link->mu);
+    --link->in_flight;
+    link->ended.notify_all();
   }
 
   AsyncStreamState state_;
@@ -317,14 +349,19 @@ void Client::StartGenerateStream(const v1::GenerateRequest& request,
                                  std::function<void(StreamResult)> on_done,
                                  const CallOptions& options) {
   AsyncStreamState state;
-  state.replicas = replicas_;
+  state.link = async_link_;
+  state.replicas = replicas_.get();
+  {
+    std::lock_guard<std::recursive_mutex> lock(async_link_->mu);
+    ++async_link_->in_flight;
+  }
   state.request = request;
   state.on_chunk = std::move(on_chunk);
   state.on_done = std::move(on_done);
   state.options = options;
   state.result.sent = absl::Now();
   state.result.first_chunk = absl::InfiniteFuture();
-  AsyncStream::Launch(std::move(state));
+  AsyncStream::Launch(std::move(state), *replicas_);  // the Client is alive: no lock needed
 }
 
 absl::StatusOr<v1::GetModelInfoResponse> Client::GetModelInfo(const CallOptions& options) {

@@ -96,9 +96,14 @@ struct StreamResult {
   std::string replica;    // the address that gave the final answer (or error)
 };
 
+struct AsyncLink;  // client.cc
+
 class Client {
  public:
   static absl::StatusOr<std::unique_ptr<Client>> Connect(const ClientOptions& options);
+  /// Waits for the asynchronous streams still in flight to end (cancel them
+  /// first to be quick); not from inside one of their callbacks.
+  ~Client();
 
   absl::StatusOr<v1::GenerateResponse> Generate(const v1::GenerateRequest& request,
                                                 const CallOptions& options = {});
@@ -157,9 +162,10 @@ class Client {
   absl::Duration Backoff(int attempt) const;
 
   ClientOptions options_;
-  // Shared with the asynchronous streams in flight: they may end after the
-  // Client is gone and still count themselves out of their replica.
-  std::shared_ptr<ReplicaSet> replicas_;
+  std::unique_ptr<ReplicaSet> replicas_;
+  // Counts the asynchronous streams in flight; the destructor waits for
+  // them, since gRPC callback calls need their channel until they end.
+  std::shared_ptr<AsyncLink> async_link_;
 };
 
 /// grpc::Status → absl::Status (same code and message).

@@ -181,6 +181,11 @@ void ReplicaSet::MaybeReresolve() {
 Replica* ReplicaSet::Acquire(const std::vector<const Replica*>& tried) {
   MaybeReresolve();
   std::lock_guard<std::mutex> lock(mu_);
+  if (replicas_.size() == 1) {  // nothing to choose: no clock, no channel state
+    ++replicas_[0]->in_flight_;
+    ++replicas_[0]->attempts_;
+    return replicas_[0].get();
+  }
   const absl::Time now = absl::Now();
   bool any_listed = false;
   for (const auto& r : replicas_) any_listed |= r->listed_;

@@ -6,6 +6,7 @@
 
 #include <condition_variable>
 #include <mutex>
+#include <thread>
 
 #include "absl/strings/match.h"
 #include "client/client.h"
@@ -193,10 +194,41 @@ TEST(ReplicaSetTest, TriedReplicasGoLast) {
 
 enum class Behavior { kServe, kRefuse, kFailAfterTokens, kHold };
 
-// Streams `tokens` messages of one token each, or refuses with UNAVAILABLE
-// (like a draining kvserve), or fails with UNAVAILABLE after two messages
-// (like a replica that dies mid-stream), or holds the call until released.
-class FakeReplica final : public v1::Inference::Service {
+// Writes `n` one-token messages, then ends with `end`; deletes itself.
+class TokenWriter final : public grpc::ServerWriteReactor<v1::GenerateResponse> {
+ public:
+  TokenWriter(int n, grpc::Status end) : n_(n), end_(std::move(end)) {}
+  void Begin() { Next(); }
+  void OnWriteDone(bool ok) override {
+    if (!ok) {
+      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "write failed"));
+      return;
+    }
+    Next();
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  void Next() {
+    if (sent_ == n_) {
+      Finish(end_);
+      return;
+    }
+    message_.Clear();
+    message_.add_token_ids(sent_++);
+    StartWrite(&message_);
+  }
+  const int n_;
+  const grpc::Status end_;
+  int sent_ = 0;
+  v1::GenerateResponse message_;
+};
+
+// Streams the requested tokens, or refuses with UNAVAILABLE (like a draining
+// kvserve), or fails with UNAVAILABLE after two messages (like a replica
+// that dies mid-stream), or holds each call until released. The callback
+// API, as kvserve's own server: no thread is blocked by a held call.
+class FakeReplica final : public v1::Inference::CallbackService {
  public:
   explicit FakeReplica(Behavior behavior) : behavior_(behavior) {
     grpc::ServerBuilder builder;
@@ -207,6 +239,7 @@ class FakeReplica final : public v1::Inference::Service {
   ~FakeReplica() override {
     Release();
     server_->Shutdown();
+    server_->Wait();
   }
   std::string target() const { return "127.0.0.1:" + std::to_string(port_); }
   int calls() {
@@ -218,55 +251,71 @@ class FakeReplica final : public v1::Inference::Service {
     std::unique_lock<std::mutex> lock(mu_);
     return cv_.wait_for(lock, std::chrono::seconds(30), [&] { return calls_ >= n; });
   }
+  /// Lets the held calls (and every later one) go on.
   void Release() {
-    std::lock_guard<std::mutex> lock(mu_);
-    released_ = true;
-    cv_.notify_all();
+    std::vector<TokenWriter*> held;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      released_ = true;
+      held.swap(held_);
+    }
+    for (TokenWriter* w : held) w->Begin();
   }
 
-  grpc::Status GenerateStream(grpc::ServerContext*, const v1::GenerateRequest* request,
-                              grpc::ServerWriter<v1::GenerateResponse>* writer) override {
+  grpc::ServerWriteReactor<v1::GenerateResponse>* GenerateStream(
+      grpc::CallbackServerContext*, const v1::GenerateRequest* request) override {
+    TokenWriter* writer = nullptr;
+    switch (behavior_) {
+      case Behavior::kRefuse:
+        writer = new TokenWriter(0, grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down"));
+        break;
+      case Behavior::kFailAfterTokens:
+        writer = new TokenWriter(2, grpc::Status(grpc::StatusCode::UNAVAILABLE, "connection lost"));
+        break;
+      case Behavior::kServe:
+      case Behavior::kHold:
+        writer = new TokenWriter(static_cast<int>(request->stopping().max_new_tokens()), grpc::Status::OK);
+        break;
+    }
+    bool begin = true;
     {
-      std::unique_lock<std::mutex> lock(mu_);
+      std::lock_guard<std::mutex> lock(mu_);
       ++calls_;
       cv_.notify_all();
-      if (behavior_ == Behavior::kHold) cv_.wait(lock, [&] { return released_; });
+      if (behavior_ == Behavior::kHold && !released_) {
+        held_.push_back(writer);
+        begin = false;
+      }
     }
-    if (behavior_ == Behavior::kRefuse) {
-      return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down");
-    }
-    const int n = behavior_ == Behavior::kFailAfterTokens ? 2 : request->stopping().max_new_tokens();
-    for (int i = 0; i < n; ++i) {
-      v1::GenerateResponse message;
-      message.add_token_ids(i);
-      writer->Write(message);
-    }
-    if (behavior_ == Behavior::kFailAfterTokens) {
-      return grpc::Status(grpc::StatusCode::UNAVAILABLE, "connection lost");
-    }
-    return grpc::Status::OK;
+    if (begin) writer->Begin();
+    return writer;
   }
-  grpc::Status Generate(grpc::ServerContext*, const v1::GenerateRequest* request,
-                        v1::GenerateResponse* response) override {
+  grpc::ServerUnaryReactor* Generate(grpc::CallbackServerContext* context,
+                                     const v1::GenerateRequest* request,
+                                     v1::GenerateResponse* response) override {
     {
       std::lock_guard<std::mutex> lock(mu_);
       ++calls_;
     }
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
     if (behavior_ != Behavior::kServe) {
-      return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down");
+      reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down"));
+      return reactor;
     }
     for (uint32_t i = 0; i < request->stopping().max_new_tokens(); ++i) response->add_token_ids(i);
-    return grpc::Status::OK;
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
   }
 
  private:
   const Behavior behavior_;
   int port_ = 0;
-  std::unique_ptr<grpc::Server> server_;
   std::mutex mu_;
   std::condition_variable cv_;
   int calls_ = 0;
   bool released_ = false;
+  std::vector<TokenWriter*> held_;
+  std::unique_ptr<grpc::Server> server_;  // declared last: shut down before the rest goes
 };
 
 v1::GenerateRequest Tokens(uint32_t n) {
@@ -405,9 +454,11 @@ TEST(ClientRoutingTest, AsyncStreamsSpreadByInFlightAndFailOver) {
   EXPECT_EQ(results[0].replica, held1.target());
 }
 
-TEST(ClientRoutingTest, AsyncStreamsMayOutliveTheClient) {
+TEST(ClientRoutingTest, DroppingTheClientWaitsForItsAsyncStreams) {
   // cancellation_test's shutdown test drops its Client with streams in
-  // flight; their ends still count themselves out of their replica.
+  // flight. gRPC's callback calls need their channel until they end (two
+  // earlier versions, which freed the channels first or inside the last
+  // OnDone, corrupted gRPC's state: later tests in the process crashed).
   FakeReplica held(Behavior::kHold);
   auto client = Connect(held.target());
   std::mutex mu;
@@ -422,10 +473,15 @@ TEST(ClientRoutingTest, AsyncStreamsMayOutliveTheClient) {
     });
   }
   ASSERT_TRUE(held.WaitForCalls(3));
-  client.reset();
-  held.Release();
-  std::unique_lock<std::mutex> lock(mu);
-  EXPECT_TRUE(cv.wait_for(lock, std::chrono::seconds(30), [&] { return done == 3; }));
+  std::thread releaser([&] {
+    // Once the destructor waits (it holds nothing the streams need).
+    absl::SleepFor(absl::Milliseconds(20));
+    held.Release();
+  });
+  client.reset();  // returns once all three ended
+  releaser.join();
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_EQ(done, 3);
 }
 
 }  // namespace
