@@ -33,7 +33,9 @@
 #include "client/flag_names.h"
 #include "nlohmann/json.hpp"
 
-ABSL_FLAG(std::string, target, "localhost:50051", "Server address HOST:PORT.");
+ABSL_FLAG(std::string, target, "localhost:50051",
+          "Server address HOST:PORT, a comma-separated list of them, or dns:///NAME:PORT: each "
+          "call goes to the least busy replica and fails over on UNAVAILABLE (docs/routing.md).");
 ABSL_FLAG(std::string, prompt, "", "Prompt text (needs a model with a tokenizer).");
 ABSL_FLAG(std::string, message, "",
           "chat: the one message to send (empty: an interactive conversation).");

@@ -1,5 +1,6 @@
 #include "client/client.h"
 
+#include <condition_variable>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -8,6 +9,15 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 
 namespace kvserve {
+
+/// What asynchronous streams share with their Client (see client.h).
+struct AsyncLink {
+  // Recursive: a stream's end may start the next attempt, whose end gRPC
+  // may run inline on the same thread.
+  std::recursive_mutex mu;
+  std::condition_variable_any ended;
+  int in_flight = 0;  // asynchronous streams not yet ended
+};
 
 absl::Status ToAbslStatus(const grpc::Status& status) {
   if (status.ok()) return absl::OkStatus();
@@ -73,21 +83,29 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const ClientOptions& opt
     creds = grpc::SslCredentials(ssl);
   }
   std::unique_ptr<Client> client(new Client(options));
-  for (const std::string& target : options.targets) {
+  // One channel per replica; a channel multiplexes every concurrent call.
+  auto make_channel = [options, creds](const std::string& address, const std::string& host) {
     grpc::ChannelArguments args;
-    // One channel per target; a channel multiplexes every concurrent call.
     args.SetMaxReceiveMessageSize(64 << 20);
-    if (options.use_tls && !options.tls_server_name.empty()) {
-      args.SetSslTargetNameOverride(options.tls_server_name);
-    }
-    auto channel = grpc::CreateCustomChannel(target, creds, args);
-    client->stubs_.push_back(v1::Inference::NewStub(channel));
-    client->channels_.push_back(std::move(channel));
-  }
+    // An address resolved from dns:///NAME is checked against NAME's certificate.
+    const std::string name = !options.tls_server_name.empty() ? options.tls_server_name : host;
+    if (options.use_tls && !name.empty()) args.SetSslTargetNameOverride(name);
+    return grpc::CreateCustomChannel(address, creds, args);
+  };
+  auto replicas = ReplicaSet::Create(options.targets, make_channel, options.routing);
+  if (!replicas.ok()) return replicas.status();
+  client->replicas_ = *std::move(replicas);
+  client->async_link_ = std::make_shared<AsyncLink>();
   return client;
 }
 
-v1::Inference::Stub& Client::NextStub() { return *stubs_[next_.fetch_add(1) % stubs_.size()]; }
+Client::~Client() {
+  // gRPC's callback calls need their channel until they end (the channel
+  // owns their completion queue): wait for the asynchronous streams.
+  if (!async_link_) return;
+  std::unique_lock<std::recursive_mutex> lock(async_link_->mu);
+  async_link_->ended.wait(lock, [&] { return async_link_->in_flight == 0; });
+}
 
 void Client::PrepareContext(grpc::ClientContext& context, const CallOptions& options) const {
   // Per-call metadata, not call credentials: gRPC sends call credentials
@@ -112,45 +130,73 @@ bool Retryable(const grpc::Status& s) {
   return s.error_code() == grpc::StatusCode::UNAVAILABLE ||
          s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED;
 }
+
+// The rest of a call's deadline for its next attempt.
+CallOptions Remaining(const CallOptions& options, absl::Time start) {
+  CallOptions remaining = options;
+  if (options.timeout != absl::InfiniteDuration()) remaining.timeout = options.timeout - (absl::Now() - start);
+  return remaining;
+}
 }  // namespace
+
+Client::AfterFailure Client::Decide(const grpc::Status& status, bool got_response,
+                                    int policy_attempt, const std::vector<const Replica*>& tried,
+                                    const CallOptions& options) const {
+  // A response (a token) already reached the caller: resending would serve
+  // the request twice, so whatever ended the call is the answer.
+  if (got_response || (options.cancel && options.cancel->cancelled())) return AfterFailure::kGiveUp;
+  if (status.error_code() == grpc::StatusCode::UNAVAILABLE && replicas_->HasUntried(tried)) {
+    return AfterFailure::kFailOver;
+  }
+  if (policy_attempt < options_.retry.max_attempts && Retryable(status)) return AfterFailure::kRetry;
+  return AfterFailure::kGiveUp;
+}
+
+template <typename Response>
+absl::StatusOr<Response> Client::RunUnary(const UnaryCall<Response>& call,
+                                          const CallOptions& options) {
+  const absl::Time start = absl::Now();
+  std::vector<const Replica*> tried;
+  for (int policy_attempt = 1;;) {
+    grpc::ClientContext context;
+    PrepareContext(context, Remaining(options, start));
+    if (options.cancel) options.cancel->Attach(&context);
+    Replica* replica = replicas_->Acquire(tried);
+    Response response;
+    grpc::Status status = call(replica->stub(), &context, &response);
+    replicas_->Release(replica, status.error_code());
+    if (options.cancel) options.cancel->Detach();
+    if (status.ok()) return response;
+    tried.push_back(replica);
+    switch (Decide(status, false, policy_attempt, tried, options)) {
+      case AfterFailure::kFailOver:
+        break;
+      case AfterFailure::kRetry:
+        absl::SleepFor(Backoff(policy_attempt++));
+        tried.clear();
+        break;
+      case AfterFailure::kGiveUp:
+        return ToAbslStatus(status);
+    }
+  }
+}
 
 absl::StatusOr<v1::GenerateResponse> Client::Generate(const v1::GenerateRequest& request,
                                                       const CallOptions& options) {
-  return RunUnary(
-      [&](grpc::ClientContext* context, v1::GenerateResponse* response) {
-        return NextStub().Generate(context, request, response);
+  return RunUnary<v1::GenerateResponse>(
+      [&](v1::Inference::Stub& stub, grpc::ClientContext* context, v1::GenerateResponse* response) {
+        return stub.Generate(context, request, response);
       },
       options);
 }
 
 absl::StatusOr<v1::GenerateResponse> Client::Chat(const v1::ChatRequest& request,
                                                   const CallOptions& options) {
-  return RunUnary(
-      [&](grpc::ClientContext* context, v1::GenerateResponse* response) {
-        return NextStub().Chat(context, request, response);
+  return RunUnary<v1::GenerateResponse>(
+      [&](v1::Inference::Stub& stub, grpc::ClientContext* context, v1::GenerateResponse* response) {
+        return stub.Chat(context, request, response);
       },
       options);
-}
-
-absl::StatusOr<v1::GenerateResponse> Client::RunUnary(const UnaryCall& call,
-                                                      const CallOptions& options) {
-  const absl::Time start = absl::Now();
-  for (int attempt = 1;; ++attempt) {
-    grpc::ClientContext context;
-    CallOptions remaining = options;
-    if (options.timeout != absl::InfiniteDuration()) remaining.timeout = options.timeout - (absl::Now() - start);
-    PrepareContext(context, remaining);
-    if (options.cancel) options.cancel->Attach(&context);
-    v1::GenerateResponse response;
-    grpc::Status status = call(&context, &response);
-    if (options.cancel) options.cancel->Detach();
-    if (status.ok()) return response;
-    if (attempt >= options_.retry.max_attempts || !Retryable(status) ||
-        (options.cancel && options.cancel->cancelled())) {
-      return ToAbslStatus(status);
-    }
-    absl::SleepFor(Backoff(attempt));
-  }
 }
 
 namespace {
@@ -180,7 +226,9 @@ StreamResult Client::GenerateStream(const v1::GenerateRequest& request,
                                     const std::function<void(const StreamChunk&)>& on_chunk,
                                     const CallOptions& options) {
   return RunStream(
-      [&](grpc::ClientContext* context) { return NextStub().GenerateStream(context, request); },
+      [&](v1::Inference::Stub& stub, grpc::ClientContext* context) {
+        return stub.GenerateStream(context, request);
+      },
       on_chunk, options);
 }
 
@@ -188,7 +236,9 @@ StreamResult Client::ChatStream(const v1::ChatRequest& request,
                                 const std::function<void(const StreamChunk&)>& on_chunk,
                                 const CallOptions& options) {
   return RunStream(
-      [&](grpc::ClientContext* context) { return NextStub().ChatStream(context, request); },
+      [&](v1::Inference::Stub& stub, grpc::ClientContext* context) {
+        return stub.ChatStream(context, request);
+      },
       on_chunk, options);
 }
 
@@ -198,76 +248,121 @@ StreamResult Client::RunStream(const StreamOpen& open,
   StreamResult result;
   result.sent = absl::Now();
   result.first_chunk = absl::InfiniteFuture();
-  for (int attempt = 1;; ++attempt) {
-    result.attempts = attempt;
+  std::vector<const Replica*> tried;
+  for (int policy_attempt = 1;; ++result.attempts) {
     grpc::ClientContext context;
-    CallOptions remaining = options;
-    if (options.timeout != absl::InfiniteDuration()) {
-      remaining.timeout = options.timeout - (absl::Now() - result.sent);
-    }
-    PrepareContext(context, remaining);
+    PrepareContext(context, Remaining(options, result.sent));
     if (options.cancel) options.cancel->Attach(&context);
-    std::unique_ptr<grpc::ClientReader<v1::GenerateResponse>> reader = open(&context);
+    Replica* replica = replicas_->Acquire(tried);
+    result.replica = replica->address();
+    std::unique_ptr<grpc::ClientReader<v1::GenerateResponse>> reader = open(replica->stub(), &context);
     StreamChunk chunk;
     while (reader->Read(&chunk.response)) {
       RecordChunk(chunk, result);
       if (on_chunk) on_chunk(chunk);
     }
-    const bool got_any = !result.chunk_times.empty();
     result.status = reader->Finish();
+    replicas_->Release(replica, result.status.error_code());
     if (options.cancel) options.cancel->Detach();
     result.done = absl::Now();
-    // Retry only what never produced anything: a half-streamed answer is not resent.
-    if (result.status.ok() || got_any || attempt >= options_.retry.max_attempts ||
-        !Retryable(result.status) || (options.cancel && options.cancel->cancelled())) {
-      return result;
+    if (result.status.ok()) return result;
+    tried.push_back(replica);
+    switch (Decide(result.status, !result.chunk_times.empty(), policy_attempt, tried, options)) {
+      case AfterFailure::kFailOver:
+        ++result.failovers;
+        break;
+      case AfterFailure::kRetry:
+        absl::SleepFor(Backoff(policy_attempt++));
+        tried.clear();
+        break;
+      case AfterFailure::kGiveUp:
+        return result;
     }
-    absl::SleepFor(Backoff(attempt));
   }
 }
 
 namespace {
 
-// One asynchronous stream on gRPC's callback API; deletes itself when done.
+// What an asynchronous stream carries from one attempt to the next.
+struct AsyncStreamState {
+  std::shared_ptr<AsyncLink> link;
+  ReplicaSet* replicas = nullptr;  // the Client's: it waits for its streams
+  std::string auth_token;          // sent with every attempt, as PrepareContext does
+  v1::GenerateRequest request;
+  std::function<void(const StreamChunk&)> on_chunk;
+  std::function<void(StreamResult)> on_done;
+  CallOptions options;
+  StreamResult result;
+  std::vector<const Replica*> tried;
+};
+
+// One attempt of an asynchronous stream on gRPC's callback API; deletes
+// itself when done. An attempt that ends UNAVAILABLE before any message
+// starts the next one on an untried replica (failover only: back-off
+// retries would sleep on gRPC's threads).
 class AsyncStream final : public grpc::ClientReadReactor<v1::GenerateResponse> {
  public:
-  AsyncStream(std::function<void(const StreamChunk&)> on_chunk,
-              std::function<void(StreamResult)> on_done, CancellationToken* cancel)
-      : on_chunk_(std::move(on_chunk)), on_done_(std::move(on_done)), cancel_(cancel) {
-    result_.first_chunk = absl::InfiniteFuture();
+  /// Starts an attempt (the Client waits for it to end).
+  static void Launch(AsyncStreamState state, ReplicaSet& replicas) {
+    (new AsyncStream(std::move(state)))->Start(replicas);
   }
-  grpc::ClientContext& context() { return context_; }
-  v1::GenerateRequest& request() { return request_; }
 
-  void Start(v1::Inference::Stub& stub) {
-    result_.sent = absl::Now();
-    if (cancel_) cancel_->Attach(&context_);
-    stub.async()->GenerateStream(&context_, &request_, this);
+ private:
+  explicit AsyncStream(AsyncStreamState state) : state_(std::move(state)) {}
+
+  void Start(ReplicaSet& replicas) {
+    const CallOptions& options = state_.options;
+    if (!state_.auth_token.empty()) context_.AddMetadata("authorization", "Bearer " + state_.auth_token);
+    if (options.timeout != absl::InfiniteDuration()) {
+      context_.set_deadline(absl::ToChronoTime(state_.result.sent + options.timeout));
+    }
+    if (options.cancel) options.cancel->Attach(&context_);
+    replica_ = replicas.Acquire(state_.tried);
+    state_.result.replica = replica_->address();
+    state_.result.attempts = static_cast<int>(state_.tried.size()) + 1;
+    replica_->stub().async()->GenerateStream(&context_, &state_.request, this);
     StartRead(&chunk_.response);
     StartCall();
   }
   void OnReadDone(bool ok) override {
     if (!ok) return;  // OnDone follows with the status
-    RecordChunk(chunk_, result_);
-    if (on_chunk_) on_chunk_(chunk_);
+    RecordChunk(chunk_, state_.result);
+    if (state_.on_chunk) state_.on_chunk(chunk_);
     StartRead(&chunk_.response);
   }
   void OnDone(const grpc::Status& status) override {
-    if (cancel_) cancel_->Detach();
-    result_.status = status;
-    result_.done = absl::Now();
-    if (on_done_) on_done_(std::move(result_));
+    CancellationToken* cancel = state_.options.cancel;
+    if (cancel) cancel->Detach();
+    StreamResult& result = state_.result;
+    result.status = status;
+    result.done = absl::Now();
+    state_.tried.push_back(replica_);
+    // The Client waits for this stream, so its replicas are still there.
+    std::shared_ptr<AsyncLink> link = state_.link;
+    {
+      std::lock_guard<std::recursive_mutex> lock(link->mu);
+      ReplicaSet& replicas = *state_.replicas;
+      replicas.Release(replica_, status.error_code());
+      if (status.error_code() == grpc::StatusCode::UNAVAILABLE && result.chunk_times.empty() &&
+          !(cancel && cancel->cancelled()) && replicas.HasUntried(state_.tried)) {
+        ++result.failovers;
+        Launch(std::move(state_), replicas);  // the next attempt carries the count on
+        delete this;
+        return;
+      }
+    }
+    if (state_.on_done) state_.on_done(std::move(result));
     delete this;
+    // Last: a Client being destroyed returns only after on_done has run.
+    std::lock_guard<std::recursive_mutex> lock(link->mu);
+    --link->in_flight;
+    link->ended.notify_all();
   }
 
- private:
+  AsyncStreamState state_;
   grpc::ClientContext context_;
-  v1::GenerateRequest request_;
+  Replica* replica_ = nullptr;
   StreamChunk chunk_;
-  StreamResult result_;
-  std::function<void(const StreamChunk&)> on_chunk_;
-  std::function<void(StreamResult)> on_done_;
-  CancellationToken* cancel_;
 };
 
 }  // namespace
@@ -276,62 +371,72 @@ void Client::StartGenerateStream(const v1::GenerateRequest& request,
                                  std::function<void(const StreamChunk&)> on_chunk,
                                  std::function<void(StreamResult)> on_done,
                                  const CallOptions& options) {
-  auto* stream = new AsyncStream(std::move(on_chunk), std::move(on_done), options.cancel);
-  stream->request() = request;
-  PrepareContext(stream->context(), options);
-  stream->Start(NextStub());
+  AsyncStreamState state;
+  state.link = async_link_;
+  state.replicas = replicas_.get();
+  state.auth_token = options_.auth_token;
+  {
+    std::lock_guard<std::recursive_mutex> lock(async_link_->mu);
+    ++async_link_->in_flight;
+  }
+  state.request = request;
+  state.on_chunk = std::move(on_chunk);
+  state.on_done = std::move(on_done);
+  state.options = options;
+  state.result.sent = absl::Now();
+  state.result.first_chunk = absl::InfiniteFuture();
+  AsyncStream::Launch(std::move(state), *replicas_);  // the Client is alive: no lock needed
 }
 
 absl::StatusOr<v1::GetModelInfoResponse> Client::GetModelInfo(const CallOptions& options) {
-  grpc::ClientContext context;
-  PrepareContext(context, options);
-  v1::GetModelInfoResponse response;
-  grpc::Status status = NextStub().GetModelInfo(&context, v1::GetModelInfoRequest(), &response);
-  if (!status.ok()) return ToAbslStatus(status);
-  return response;
+  return RunUnary<v1::GetModelInfoResponse>(
+      [](v1::Inference::Stub& stub, grpc::ClientContext* context, v1::GetModelInfoResponse* r) {
+        return stub.GetModelInfo(context, v1::GetModelInfoRequest(), r);
+      },
+      options);
 }
 
 absl::StatusOr<std::vector<int32_t>> Client::Tokenize(const std::string& text,
                                                       bool add_special_tokens,
                                                       const CallOptions& options) {
-  grpc::ClientContext context;
-  PrepareContext(context, options);
   v1::TokenizeRequest request;
   request.set_text(text);
   request.set_add_special_tokens(add_special_tokens);
-  v1::TokenizeResponse response;
-  grpc::Status status = NextStub().Tokenize(&context, request, &response);
-  if (!status.ok()) return ToAbslStatus(status);
-  return std::vector<int32_t>(response.token_ids().begin(), response.token_ids().end());
+  auto response = RunUnary<v1::TokenizeResponse>(
+      [&](v1::Inference::Stub& stub, grpc::ClientContext* context, v1::TokenizeResponse* r) {
+        return stub.Tokenize(context, request, r);
+      },
+      options);
+  if (!response.ok()) return response.status();
+  return std::vector<int32_t>(response->token_ids().begin(), response->token_ids().end());
 }
 
 absl::StatusOr<std::string> Client::Detokenize(const std::vector<int32_t>& ids,
                                                const CallOptions& options) {
-  grpc::ClientContext context;
-  PrepareContext(context, options);
   v1::DetokenizeRequest request;
   for (int32_t id : ids) request.add_token_ids(id);
-  v1::DetokenizeResponse response;
-  grpc::Status status = NextStub().Detokenize(&context, request, &response);
-  if (!status.ok()) return ToAbslStatus(status);
-  return response.text();
+  auto response = RunUnary<v1::DetokenizeResponse>(
+      [&](v1::Inference::Stub& stub, grpc::ClientContext* context, v1::DetokenizeResponse* r) {
+        return stub.Detokenize(context, request, r);
+      },
+      options);
+  if (!response.ok()) return response.status();
+  return response->text();
 }
 
 absl::StatusOr<v1::ApplyChatTemplateResponse> Client::ApplyChatTemplate(
     const v1::ApplyChatTemplateRequest& request, const CallOptions& options) {
-  grpc::ClientContext context;
-  PrepareContext(context, options);
-  v1::ApplyChatTemplateResponse response;
-  grpc::Status status = NextStub().ApplyChatTemplate(&context, request, &response);
-  if (!status.ok()) return ToAbslStatus(status);
-  return response;
+  return RunUnary<v1::ApplyChatTemplateResponse>(
+      [&](v1::Inference::Stub& stub, grpc::ClientContext* context,
+          v1::ApplyChatTemplateResponse* r) { return stub.ApplyChatTemplate(context, request, r); },
+      options);
 }
 
 absl::Status Client::WaitUntilServing(absl::Duration timeout) {
   const absl::Time deadline = absl::Now() + timeout;
   grpc::Status last;
   for (;;) {
-    for (auto& channel : channels_) {
+    for (const auto& channel : replicas_->Channels()) {
       auto health = grpc::health::v1::Health::NewStub(channel);
       grpc::ClientContext context;
       context.set_deadline(absl::ToChronoTime(std::min(deadline, absl::Now() + absl::Seconds(1))));

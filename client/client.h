@@ -9,9 +9,15 @@
 //   });
 //
 // Blocking calls may be made from many threads at once; StartGenerateStream
-// runs a stream asynchronously on gRPC's threads. Requests are spread over the
-// targets round-robin. Retries (off by default) resend a request that failed
-// with UNAVAILABLE or RESOURCE_EXHAUSTED before any response arrived.
+// runs a stream asynchronously on gRPC's threads. Targets are HOST:PORT,
+// comma-separated lists of them, or dns:///NAME:PORT (one replica per
+// address); each call goes to the replica with the fewest calls in flight
+// (client/replica_set.h, docs/routing.md). A call that failed with
+// UNAVAILABLE before any response arrived fails over to a replica it has not
+// tried yet, at once; one that already streamed tokens is never resent.
+// Retries with back-off (off by default) resend a request that failed with
+// UNAVAILABLE or RESOURCE_EXHAUSTED before any response arrived, once every
+// replica has been tried.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -25,6 +31,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "client/replica_set.h"
 #include "kvserve/v1/inference.grpc.pb.h"
 
 namespace kvserve {
@@ -37,7 +44,8 @@ struct RetryPolicy {
 };
 
 struct ClientOptions {
-  std::vector<std::string> targets;  // HOST:PORT, one or more
+  /// HOST:PORT, "HOST:PORT,HOST:PORT", or dns:///NAME:PORT; one or more.
+  std::vector<std::string> targets;
   bool use_tls = false;
   std::string tls_root_certs_file;   // PEM; empty = the system roots
   /// Name the server certificate must carry, when it differs from the target
@@ -51,6 +59,7 @@ struct ClientOptions {
   /// (kvserve --auth_token_file); empty: none. Over plaintext it can be sniffed.
   std::string auth_token;
   RetryPolicy retry;
+  RoutingOptions routing;
 };
 
 /// Cancels an in-flight call from any thread.
@@ -89,12 +98,19 @@ struct StreamResult {
   std::vector<absl::Time> chunk_times;
   std::vector<int> chunk_tokens;  // tokens in each message
   grpc::Status status;
-  int attempts = 1;
+  int attempts = 1;       // failovers and retries included
+  int failovers = 0;      // attempts moved to another replica after UNAVAILABLE
+  std::string replica;    // the address that gave the final answer (or error)
 };
+
+struct AsyncLink;  // client.cc
 
 class Client {
  public:
   static absl::StatusOr<std::unique_ptr<Client>> Connect(const ClientOptions& options);
+  /// Waits for the asynchronous streams still in flight to end (cancel them
+  /// first to be quick); not from inside one of their callbacks.
+  ~Client();
 
   absl::StatusOr<v1::GenerateResponse> Generate(const v1::GenerateRequest& request,
                                                 const CallOptions& options = {});
@@ -125,28 +141,38 @@ class Client {
   absl::StatusOr<std::string> Detokenize(const std::vector<int32_t>& ids,
                                          const CallOptions& options = {});
 
-  /// Waits until a target answers the health check as SERVING.
+  /// Waits until a replica answers the health check as SERVING.
   absl::Status WaitUntilServing(absl::Duration timeout);
+
+  /// Each replica's counters (attempts, outcomes, in flight, down).
+  std::vector<ReplicaStats> replica_stats() const { return replicas_->Stats(); }
 
  private:
   explicit Client(const ClientOptions& options) : options_(options) {}
-  // One call on a stub picked per attempt; RunUnary/RunStream add the
-  // deadline, cancellation, retries and (for streams) the timings.
-  using UnaryCall = std::function<grpc::Status(grpc::ClientContext*, v1::GenerateResponse*)>;
+  // One call on the stub of the replica picked for the attempt; RunUnary /
+  // RunStream add the deadline, cancellation, failover, retries and (for
+  // streams) the timings.
+  template <typename Response>
+  using UnaryCall = std::function<grpc::Status(v1::Inference::Stub&, grpc::ClientContext*, Response*)>;
   using StreamOpen = std::function<std::unique_ptr<grpc::ClientReader<v1::GenerateResponse>>(
-      grpc::ClientContext*)>;
-  absl::StatusOr<v1::GenerateResponse> RunUnary(const UnaryCall& call, const CallOptions& options);
+      v1::Inference::Stub&, grpc::ClientContext*)>;
+  template <typename Response>
+  absl::StatusOr<Response> RunUnary(const UnaryCall<Response>& call, const CallOptions& options);
   StreamResult RunStream(const StreamOpen& open,
                          const std::function<void(const StreamChunk&)>& on_chunk,
                          const CallOptions& options);
-  v1::Inference::Stub& NextStub();
+  enum class AfterFailure { kGiveUp, kFailOver, kRetry };
+  /// The retry rule (docs/routing.md): `tried` holds the failed attempt's replica.
+  AfterFailure Decide(const grpc::Status& status, bool got_response, int policy_attempt,
+                      const std::vector<const Replica*>& tried, const CallOptions& options) const;
   void PrepareContext(grpc::ClientContext& context, const CallOptions& options) const;
   absl::Duration Backoff(int attempt) const;
 
   ClientOptions options_;
-  std::vector<std::shared_ptr<grpc::Channel>> channels_;
-  std::vector<std::unique_ptr<v1::Inference::Stub>> stubs_;
-  std::atomic<uint64_t> next_{0};
+  std::unique_ptr<ReplicaSet> replicas_;
+  // Counts the asynchronous streams in flight; the destructor waits for
+  // them, since gRPC callback calls need their channel until they end.
+  std::shared_ptr<AsyncLink> async_link_;
 };
 
 /// grpc::Status → absl::Status (same code and message).

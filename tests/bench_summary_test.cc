@@ -72,5 +72,30 @@ TEST(BenchSummaryTest, StandardDefinitions) {
   EXPECT_DOUBLE_EQ(s.goodput, 4);
 }
 
+TEST(BenchSummaryTest, RequestsByReplicaAndFailovers) {
+  LevelRun run;
+  run.start = T(0);
+  RequestRecord a = Record(0, {{10, 1}});
+  a.replica = "10.0.0.1:1";
+  RequestRecord moved = Record(0, {{20, 1}});  // refused by one replica, answered by .2
+  moved.replica = "10.0.0.2:1";
+  moved.attempts = 2;
+  moved.failovers = 1;
+  RequestRecord cut;  // streamed, then its replica died: failed, not resent
+  cut.replica = "10.0.0.2:1";
+  cut.code = grpc::StatusCode::UNAVAILABLE;
+  run.records = {a, moved, cut};
+  run.end = T(30);
+  LevelSummary s = SummarizeLevel(run, BenchConfig());
+  ASSERT_EQ(s.replicas.size(), 2u);
+  EXPECT_EQ(s.replicas.at("10.0.0.1:1").requests, 1);
+  EXPECT_EQ(s.replicas.at("10.0.0.1:1").completed, 1);
+  EXPECT_EQ(s.replicas.at("10.0.0.2:1").requests, 2);
+  EXPECT_EQ(s.replicas.at("10.0.0.2:1").completed, 1);
+  EXPECT_EQ(s.replicas.at("10.0.0.2:1").failed, 1);
+  EXPECT_EQ(s.failovers, 1);
+  EXPECT_EQ(s.retried_requests, 1);
+}
+
 }  // namespace
 }  // namespace kvserve::bench

@@ -2,13 +2,15 @@
 """The Python client example against a real kvserve process: streamed and
 unary greedy generation agree, text input works on the default model, and a
 bad request comes back as INVALID_ARGUMENT; the sampling flags and
---logprobs reach the server and come back aligned with the tokens.
+--logprobs reach the server and come back aligned with the tokens; a
+--target list fails over past a replica that is down (Python and C++ CLIs).
 
 Run by ctest with: KVSERVE_BIN (the server binary), KVSERVE_PY_EXAMPLE
 (client/python/generate.py), PYTHONPATH holding the generated stubs."""
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import unittest
@@ -103,11 +105,39 @@ class PythonClientTest(unittest.TestCase):
         self.assertIn("INVALID_ARGUMENT", result.stderr)
         self.assertIn("sampling.logprobs must be in [0, 20], got 21", result.stderr)
 
+    def test_target_list_fails_over_past_a_dead_replica(self):
+        dead, dead2 = dead_target(), dead_target()
+        args = ["--prompt-ids", "1,2", "--max-tokens", "4", "--ignore-eos", "--json"]
+        # The first call starts at the first target: the dead one.
+        for mode in ([], ["--unary"]):
+            out = json.loads(self.run_example("--target", f"{dead},{self.target}", *args, *mode).stdout)
+            self.assertEqual(len(out["token_ids"]), 4)
+            self.assertEqual(out["target"], self.target)
+        nobody = self.run_example("--target", f"{dead},{dead2}", *args, expect_ok=False)
+        self.assertEqual(nobody.returncode, 1)
+        self.assertIn("error: UNAVAILABLE", nobody.stderr)
+        bad = self.run_example("--target", f"{self.target},", *args, expect_ok=False)
+        self.assertEqual(bad.returncode, 2)
+        self.assertIn("no empty entry", bad.stderr)
+        # The C++ CLI takes the same list.
+        cli = subprocess.run([os.environ["KVSERVE_CLI"], f"--target={dead},{self.target}", "generate",
+                              "--prompt-ids=1,2", "--max-tokens=3", "--ignore-eos", "--json"],
+                             capture_output=True, text=True, timeout=60)
+        self.assertEqual(cli.returncode, 0, cli.stderr)
+        self.assertEqual(len(json.loads(cli.stdout)["token_ids"]), 3)
+
     def test_invalid_argument(self):
         result = self.run_example("--prompt-ids", "1,2", "--max-tokens", "0", expect_ok=False)
         self.assertNotEqual(result.returncode, 0)
         self.assertIn("INVALID_ARGUMENT", result.stderr)
         self.assertIn("stopping.max_new_tokens", result.stderr)
+
+
+def dead_target():
+    """A loopback HOST:PORT with nothing listening (a replica that is down)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"127.0.0.1:{s.getsockname()[1]}"
 
 
 def start_server(*flags):

@@ -48,6 +48,7 @@ struct BenchConfig {
   std::optional<double> slo_tpot_ms;
   std::string metrics_url;        // the server's /metrics, scraped before and after each level
   std::string json_out;
+  std::string records_out;        // JSONL, one line per measured request
   std::string plot_out;
   bool use_tls = false;
   std::string tls_ca;

@@ -10,6 +10,7 @@
 // progress line while it runs, then a table; --json_out and --plot_out write
 // the report and, for a sweep, a throughput–latency plot. With --metrics_url
 // the server's own counters are read before and after each level.
+#include <fstream>
 #include <iostream>
 
 #include "absl/flags/flag.h"
@@ -28,7 +29,9 @@
 #include "client/flag_names.h"
 
 ABSL_FLAG(std::vector<std::string>, target, {"localhost:50051"},
-          "Server address(es) HOST:PORT, comma-separated: requests go round-robin.");
+          "Server address(es): HOST:PORT, comma-separated, or dns:///NAME:PORT (every "
+          "address of NAME). Each request goes to the replica with the fewest in flight and "
+          "fails over to another on UNAVAILABLE before any token (docs/routing.md).");
 ABSL_FLAG(std::vector<std::string>, concurrency, {},
           "Closed loop: clients at once. A list (1,2,4,8) runs a sweep.");
 ABSL_FLAG(double, rate, 0, "Open loop: requests per second (instead of --concurrency).");
@@ -60,6 +63,9 @@ ABSL_FLAG(double, slo_ttft_ms, 0, "Goodput SLO on time to first token (0: none).
 ABSL_FLAG(double, slo_tpot_ms, 0, "Goodput SLO on time per output token (0: none).");
 ABSL_FLAG(std::string, metrics_url, "", "The server's http://HOST:PORT/metrics, to cross-check.");
 ABSL_FLAG(std::string, json_out, "", "Write the JSON report here.");
+ABSL_FLAG(std::string, records_out, "",
+          "Write one JSON line per measured request here (request_id, replica, attempts, "
+          "status, tokens).");
 ABSL_FLAG(std::string, plot_out, "", "Write a throughput-latency PNG here (gnuplot).");
 ABSL_FLAG(bool, tls, false, "Connect with TLS.");
 ABSL_FLAG(std::string, tls_ca, "", "PEM root certificates for --tls.");
@@ -130,6 +136,7 @@ absl::StatusOr<BenchConfig> ConfigFromFlags() {
   if (absl::GetFlag(FLAGS_slo_tpot_ms) > 0) c.slo_tpot_ms = absl::GetFlag(FLAGS_slo_tpot_ms);
   c.metrics_url = absl::GetFlag(FLAGS_metrics_url);
   c.json_out = absl::GetFlag(FLAGS_json_out);
+  c.records_out = absl::GetFlag(FLAGS_records_out);
   c.plot_out = absl::GetFlag(FLAGS_plot_out);
   c.use_tls = absl::GetFlag(FLAGS_tls);
   c.tls_ca = absl::GetFlag(FLAGS_tls_ca);
@@ -225,6 +232,14 @@ int Run() {
 
   LoadRunner runner(**client, *workload, *config);
   std::vector<LevelSummary> levels;
+  std::ofstream records;
+  if (!config->records_out.empty()) {
+    records.open(config->records_out);
+    if (!records) {
+      std::cerr << "kvserve-bench: --records_out: cannot write " << config->records_out << "\n";
+      return 2;
+    }
+  }
   for (int level = 0; level < config->num_levels(); ++level) {
     // With --metrics_url: the server's counters around the measured requests
     // (after the warm-up), and its KV blocks sampled while they run.
@@ -252,10 +267,24 @@ int Run() {
     LevelRun run = config->rate ? runner.RunOpenLoop(*config->rate, start, end)
                                 : runner.RunClosedLoop(config->concurrency[level], start, end);
     LevelSummary summary = SummarizeLevel(run, *config);
+    if (records.is_open()) WriteRecords(records, run);
     if (scraped) summary.server = Delta(before, after, peak->peak());
     levels.push_back(summary);
   }
   std::cout << FormatTable(levels);
+  if (records.is_open()) {
+    records.close();
+    std::cerr << "kvserve-bench: wrote " << config->records_out << "\n";
+  }
+  const std::vector<ReplicaStats> replicas = (*client)->replica_stats();
+  if (replicas.size() > 1) {
+    // Warm-ups included: every attempt each replica was sent.
+    for (const ReplicaStats& r : replicas) {
+      std::cerr << "kvserve-bench: replica " << r.address << ": " << r.attempts << " attempts, "
+                << r.succeeded << " ok, " << r.unavailable << " unavailable, " << r.other_errors
+                << " other errors\n";
+    }
+  }
   int errors = 0;
   for (const LevelSummary& s : levels) errors += s.failed;
   if (!config->json_out.empty()) {

@@ -51,6 +51,9 @@ RequestRecord FromStream(int64_t index, const StreamResult& r) {
   rec.prompt_tokens = static_cast<int>(r.response.usage().prompt_tokens());
   rec.code = r.status.error_code();
   rec.error = r.status.error_message();
+  rec.replica = r.replica;
+  rec.attempts = r.attempts;
+  rec.failovers = r.failovers;
   return rec;
 }
 
@@ -61,12 +64,13 @@ RequestRecord LoadRunner::Send(int64_t index) {
   CallOptions options;
   options.timeout = absl::Seconds(config_.timeout_s);
   sent_.fetch_add(1);
-  return Record(index, client_.GenerateStream(planned.request, {}, options), planned.prompt_tokens);
+  return Record(index, client_.GenerateStream(planned.request, {}, options), planned);
 }
 
-RequestRecord LoadRunner::Record(int64_t index, const StreamResult& r, int planned_prompt_tokens) {
+RequestRecord LoadRunner::Record(int64_t index, const StreamResult& r, const PlannedRequest& planned) {
   RequestRecord rec = FromStream(index, r);
-  if (rec.prompt_tokens == 0) rec.prompt_tokens = planned_prompt_tokens;
+  rec.request_id = planned.request.request_id();
+  if (rec.prompt_tokens == 0) rec.prompt_tokens = planned.prompt_tokens;
   done_.fetch_add(1);
   if (!rec.ok()) failed_.fetch_add(1);
   tokens_.fetch_add(rec.output_tokens);
@@ -167,8 +171,8 @@ LevelRun LoadRunner::RunOpenLoop(double rate, const std::function<void()>& on_me
       sent_.fetch_add(1);
       client_.StartGenerateStream(
           planned.request, {},
-          [&, index, measured, prompt = planned.prompt_tokens](StreamResult r) {
-            RequestRecord rec = Record(index, r, prompt);
+          [&, index, measured, planned](StreamResult r) {
+            RequestRecord rec = Record(index, r, planned);
             std::lock_guard<std::mutex> lock(mu);
             if (measured) run.records.push_back(std::move(rec));
             --in_flight;

@@ -28,6 +28,10 @@ struct RequestRecord {
   std::vector<int> chunk_tokens;
   grpc::StatusCode code = grpc::StatusCode::OK;
   std::string error;
+  std::string request_id;  // sent with the request (workload.cc: "bench-<index>")
+  std::string replica;     // the address that gave the final answer
+  int attempts = 1;        // failovers and retries included
+  int failovers = 0;
   bool ok() const { return code == grpc::StatusCode::OK; }
 };
 
@@ -55,7 +59,7 @@ class LoadRunner {
  private:
   RequestRecord Send(int64_t index);
   /// The record of a finished stream, counted in the progress totals.
-  RequestRecord Record(int64_t index, const StreamResult& r, int planned_prompt_tokens);
+  RequestRecord Record(int64_t index, const StreamResult& r, const PlannedRequest& planned);
   void Progress(const std::string& label, bool final);
 
   Client& client_;

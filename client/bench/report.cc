@@ -43,6 +43,15 @@ std::string FormatTable(const std::vector<LevelSummary>& levels) {
       out << "\n";
     }
   }
+  // Per replica, when there are several (or a request had to move).
+  for (const LevelSummary& s : levels) {
+    if (s.replicas.size() < 2 && s.failovers == 0) continue;
+    out << s.label << " replicas (requests completed/failed):";
+    for (const auto& [address, share] : s.replicas) {
+      out << " " << address << "=" << share.completed << "/" << share.failed;
+    }
+    out << " | failovers " << s.failovers << ", requests retried " << s.retried_requests << "\n";
+  }
   bool any_server = false;
   for (const LevelSummary& s : levels) any_server |= s.server.has_value();
   if (any_server) {
@@ -81,7 +90,9 @@ absl::Status WriteJson(const std::string& path, const BenchConfig& config,
       {"itl_ms", "gap between chunks divided over the tokens of the chunk"},
       {"tpot_ms", "(e2e - ttft) / (tokens - 1), requests with >= 2 tokens"},
       {"e2e_ms", "send to stream end"},
-      {"duration_s", "first measured send to last measured end"}};
+      {"duration_s", "first measured send to last measured end"},
+      {"replicas", "measured requests by the replica that gave the final answer"},
+      {"failovers", "attempts moved to another replica after UNAVAILABLE before any token"}};
   nlohmann::json out_levels = nlohmann::json::array();
   for (const LevelSummary& s : levels) {
     nlohmann::json l = {{"label", s.label},
@@ -101,7 +112,16 @@ absl::Status WriteJson(const std::string& path, const BenchConfig& config,
                         {"itl_ms", ToJson(s.itl_ms)},
                         {"e2e_ms", ToJson(s.e2e_ms)},
                         {"good_requests", s.good_requests},
-                        {"goodput", s.goodput}};
+                        {"goodput", s.goodput},
+                        {"failovers", s.failovers},
+                        {"retried_requests", s.retried_requests}};
+    nlohmann::json replicas = nlohmann::json::object();
+    for (const auto& [address, share] : s.replicas) {
+      replicas[address] = {{"requests", share.requests},
+                           {"completed", share.completed},
+                           {"failed", share.failed}};
+    }
+    l["replicas"] = replicas;
     if (s.server) {
       l["server"] = {{"requests", s.server->requests},
                      {"ttft_mean_ms", s.server->ttft_mean_ms},
@@ -117,6 +137,22 @@ absl::Status WriteJson(const std::string& path, const BenchConfig& config,
   if (!file) return absl::UnavailableError(absl::StrCat("--json_out: cannot write ", path));
   file << j.dump(2) << "\n";
   return absl::OkStatus();
+}
+
+void WriteRecords(std::ostream& out, const LevelRun& run) {
+  for (const RequestRecord& r : run.records) {
+    nlohmann::json j = {{"level", run.label},
+                        {"index", r.index},
+                        {"request_id", r.request_id},
+                        {"replica", r.replica},
+                        {"attempts", r.attempts},
+                        {"failovers", r.failovers},
+                        {"code", static_cast<int>(r.code)},
+                        {"error", r.error},
+                        {"prompt_tokens", r.prompt_tokens},
+                        {"output_tokens", r.output_tokens}};
+    out << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  }
 }
 
 absl::Status WritePlot(const std::string& path, const std::vector<LevelSummary>& levels,

@@ -2,6 +2,7 @@
 // plot (gnuplot) of throughput against latency.
 #pragma once
 
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,10 @@ std::string FormatTable(const std::vector<LevelSummary>& levels);
 absl::Status WriteJson(const std::string& path, const BenchConfig& config,
                        const v1::GetModelInfoResponse& model,
                        const std::vector<LevelSummary>& levels);
+
+/// One JSON line per measured request of `run` (index, request_id, replica,
+/// attempts, failovers, code, error, tokens), appended to `out`.
+void WriteRecords(std::ostream& out, const LevelRun& run);
 
 /// Output tokens/s (x) against p50 and p99 end-to-end latency and p50 TTFT
 /// (y), one point per level, labelled with its load.

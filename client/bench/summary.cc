@@ -41,6 +41,11 @@ LevelSummary SummarizeLevel(const LevelRun& run, const BenchConfig& config) {
   absl::Time last_end = run.start;
   std::vector<double> ttft, tpot, itl, e2e;
   for (const RequestRecord& r : run.records) {
+    ReplicaShare& share = s.replicas[r.replica];
+    ++share.requests;
+    ++(r.ok() ? share.completed : share.failed);
+    s.failovers += r.failovers;
+    s.retried_requests += r.attempts > 1;
     if (!r.ok()) {
       ++s.failed;
       ++s.errors_by_code[std::to_string(static_cast<int>(r.code))];

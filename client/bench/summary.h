@@ -36,6 +36,13 @@ struct ServerSide {
   double kv_blocks_used_peak = 0;  // highest value sampled during the level
 };
 
+/// The requests one replica answered (its final attempt's replica).
+struct ReplicaShare {
+  int requests = 0;
+  int completed = 0;
+  int failed = 0;
+};
+
 struct LevelSummary {
   std::string label;
   int concurrency = 0;
@@ -53,6 +60,9 @@ struct LevelSummary {
   int good_requests = 0;
   double goodput = 0;  // good requests/s
   std::optional<ServerSide> server;
+  std::map<std::string, ReplicaShare> replicas;  // by address
+  int failovers = 0;        // attempts moved to another replica after UNAVAILABLE
+  int retried_requests = 0; // requests that needed more than one attempt
 };
 
 LevelSummary SummarizeLevel(const LevelRun& run, const BenchConfig& config);

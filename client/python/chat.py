@@ -8,7 +8,9 @@ model's chat template (ChatStream), and this client keeps the history.
 Without --message, reads one user turn per line from stdin (a terminal or a
 pipe) until end of input; "/reset" forgets the conversation. --show-prompt
 prints the rendered prompt (ApplyChatTemplate) instead of answering; --json
-prints one JSON object per answer.
+prints one JSON object per answer. --target may list several replicas
+(HOST:PORT,HOST:PORT): round-robin, and failover on UNAVAILABLE before any
+token (replicas.py).
 
 As a library:
 
@@ -22,8 +24,9 @@ import sys
 import time
 
 import grpc
-from kvserve.v1 import inference_pb2, inference_pb2_grpc
+from kvserve.v1 import inference_pb2
 from kvserve_auth import add_auth_arguments, call_metadata
+from replicas import ReplicaStub
 
 
 class Chat:
@@ -106,7 +109,8 @@ def answer(chat, text, as_json):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--target", default="localhost:50051")
+    parser.add_argument("--target", default="localhost:50051",
+                        help="HOST:PORT, or several comma-separated (replicas)")
     parser.add_argument("--message", help="one message (default: read turns from stdin)")
     parser.add_argument("--system", help="a system message")
     parser.add_argument("--max-tokens", type=int, default=256)
@@ -119,8 +123,12 @@ def main():
     add_auth_arguments(parser)
     args = parser.parse_args()
 
-    with grpc.insecure_channel(args.target) as channel:
-        chat = Chat(inference_pb2_grpc.InferenceStub(channel), system=args.system,
+    try:
+        stub = ReplicaStub(args.target)
+    except ValueError as error:
+        parser.error(str(error))
+    with stub:
+        chat = Chat(stub, system=args.system,
                     max_tokens=args.max_tokens, temperature=args.temperature, seed=args.seed,
                     timeout_s=args.timeout_s, metadata=call_metadata(args))
         try:

@@ -8,7 +8,9 @@ writes them to build/python; put that directory on PYTHONPATH).
         [--auth-token-file FILE]
 
 Prints the text as it arrives (or the token ids, for --prompt-ids), then a
-summary line; --json prints one JSON object instead.
+summary line; --json prints one JSON object instead. --target may list
+several replicas (HOST:PORT,HOST:PORT): round-robin, and failover on
+UNAVAILABLE before any token (replicas.py).
 """
 import argparse
 import json
@@ -16,8 +18,9 @@ import sys
 import time
 
 import grpc
-from kvserve.v1 import inference_pb2, inference_pb2_grpc
+from kvserve.v1 import inference_pb2
 from kvserve_auth import add_auth_arguments, call_metadata
+from replicas import ReplicaStub
 
 
 def build_request(args):
@@ -43,7 +46,8 @@ def build_request(args):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--target", default="localhost:50051")
+    parser.add_argument("--target", default="localhost:50051",
+                        help="HOST:PORT, or several comma-separated (replicas)")
     group = parser.add_mutually_exclusive_group(required=True)
     group.add_argument("--prompt", help="prompt text (the model needs a tokenizer)")
     group.add_argument("--prompt-ids", help="comma-separated token ids")
@@ -68,8 +72,11 @@ def main():
     args = parser.parse_args()
     metadata = call_metadata(args)
 
-    with grpc.insecure_channel(args.target) as channel:
-        stub = inference_pb2_grpc.InferenceStub(channel)
+    try:
+        stub = ReplicaStub(args.target)
+    except ValueError as error:
+        parser.error(str(error))
+    with stub:
         request = build_request(args)
         sent = time.monotonic()
         first = None
@@ -108,6 +115,7 @@ def main():
     elapsed = done - sent
     summary = {
         "request_id": request_id,
+        "target": stub.last_target,
         "token_ids": token_ids,
         "text": "".join(text),
         "finish_reason": reason,
