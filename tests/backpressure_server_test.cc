@@ -30,7 +30,7 @@ namespace {
 using ::testing::HasSubstr;
 
 constexpr int kMaxUnsent = 16;
-constexpr uint32_t kLongGeneration = 1000;
+constexpr uint32_t kLongGeneration = 800;  // about twice what gets generated before the pause
 
 // Waits on a condition with a generous deadline (CI is a loaded 2-core machine).
 bool WaitFor(const std::function<bool()>& condition) {
