@@ -94,6 +94,7 @@ TEST(BackpressureEngineTest, PausedRequestIsNotScheduledKeepsItsBlocksAndResumes
   EXPECT_GE(held, 10u);
   EXPECT_LT(held, 150u);
   EXPECT_GT(t.engine->num_used_blocks(), 0);  // its KV is kept
+  EXPECT_EQ(MetricValue(*t.registry, "kvserve_stream_pauses_total"), 1);
 
   // Another request runs to its end meanwhile: the paused one is not scheduled.
   EXPECT_EQ(RunToCompletion(*t.engine, GreedyRequest({9, 8}, 20))->tokens.size(), 20u);

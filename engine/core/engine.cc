@@ -297,7 +297,10 @@ void Engine::UpdatePauses() {
       continue;
     }
     ++num_paused_;
-    if (!req->paused_since) req->paused_since = now;
+    if (!req->paused_since) {
+      req->paused_since = now;
+      ++iteration_.stats.num_pauses;
+    }
   }
 }
 

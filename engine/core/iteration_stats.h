@@ -22,6 +22,7 @@ struct IterationStats {
   int num_running = 0;
   int num_waiting = 0;
   int num_paused = 0;         // requests whose client is not reading (--max_unsent_tokens)
+  int num_pauses = 0;         // requests that became paused in this iteration
   int num_stall_cancels = 0;  // requests ended paused past --max_stall_s
   int num_preemptions = 0;
   int prefix_cache_queried_tokens = 0;  // tokens of admitted sequences looked up

@@ -25,6 +25,7 @@ class PrometheusStatsLogger final : public StatsObserver {
   prometheus::Gauge& requests_running_;
   prometheus::Gauge& requests_waiting_;
   prometheus::Gauge& requests_paused_;          // client not reading (--max_unsent_tokens)
+  prometheus::Counter& stream_pauses_total_;         // times a request became paused
   prometheus::Counter& stream_stall_cancels_total_;  // ended paused past --max_stall_s
   prometheus::Counter& preemptions_total_;
   prometheus::Counter& prefix_cache_queries_total_;  // tokens looked up at admission
