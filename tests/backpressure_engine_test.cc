@@ -5,6 +5,7 @@
 // No sleeps: the test waits on the engine's own metrics.
 #include <atomic>
 
+#include "engine/core/unsent_tokens.h"
 #include "gtest/gtest.h"
 #include "tests/engine_test_util.h"
 
@@ -136,6 +137,27 @@ TEST(BackpressureEngineTest, ZeroMaxUnsentTokensNeverPauses) {
   ASSERT_TRUE(sink->WaitDone());
   EXPECT_TRUE(sink->status().ok()) << sink->status();
   EXPECT_EQ(sink->tokens().size(), 30u);
+}
+
+TEST(UnsentTokensTest, PausesAtTheLimitAndResumesAtHalfOfIt) {
+  UnsentTokens unsent(8);
+  unsent.Produced(7);
+  EXPECT_FALSE(unsent.paused());
+  unsent.Produced(1);
+  EXPECT_TRUE(unsent.paused());
+  EXPECT_FALSE(unsent.Written(3));  // 5 left: above the low-water mark of 4
+  EXPECT_TRUE(unsent.paused());
+  EXPECT_TRUE(unsent.Written(1));   // 4 left: resumed, the caller wakes the engine
+  EXPECT_FALSE(unsent.paused());
+  EXPECT_FALSE(unsent.Written(1));  // already running: no second wake
+  unsent.Produced(5);               // 8 again
+  EXPECT_TRUE(unsent.paused());
+  EXPECT_TRUE(unsent.Discard());    // the client is gone: nothing holds it back
+  EXPECT_EQ(unsent.count(), 0);
+
+  UnsentTokens unlimited(0);
+  unlimited.Produced(1 << 20);
+  EXPECT_FALSE(unlimited.paused());
 }
 
 TEST(BackpressureEngineTest, ConfigLimitsNameTheFlag) {

@@ -67,7 +67,9 @@ struct StreamRead {
 // Reads what is left of a stream, then its status.
 StreamRead ReadToEnd(grpc::ClientReader<v1::GenerateResponse>& reader, StreamRead read = {}) {
   v1::GenerateResponse msg;
-  while (reader.Read(&msg)) read.tokens.insert(read.tokens.end(), msg.token_ids().begin(), msg.token_ids().end());
+  while (reader.Read(&msg)) {
+    read.tokens.insert(read.tokens.end(), msg.token_ids().begin(), msg.token_ids().end());
+  }
   read.status = reader.Finish();
   return read;
 }
@@ -155,7 +157,8 @@ class HttpBackpressure {
   int StartStream(uint32_t max_tokens) {
     const int fd = socket(AF_INET, SOCK_STREAM, 0);
     const int rcvbuf = 4096;
-    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));  // before connect: sets the window
+    // Before connect: it sets the TCP window the client announces.
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_port = htons(static_cast<uint16_t>(http_->port()));
@@ -165,8 +168,9 @@ class HttpBackpressure {
                                             {"ignore_eos", true}, {"stream", true}}
                                  .dump();
     const std::string request =
-        absl::StrCat("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n",
-                     "Content-Length: ", body.size(), "\r\nConnection: close\r\n\r\n", body);
+        absl::StrCat("POST /v1/completions HTTP/1.1\r\nHost: x\r\n",
+                     "Content-Type: application/json\r\nContent-Length: ", body.size(),
+                     "\r\nConnection: close\r\n\r\n", body);
     EXPECT_EQ(write(fd, request.data(), request.size()), static_cast<ssize_t>(request.size()));
     return fd;
   }

@@ -227,10 +227,12 @@ void Engine::Loop() {
       };
       // Only paused requests (or none): sleep until a sink resumes one
       // (Wake), or until the next stall limit or deadline is due.
-      if (const absl::Time until = NextTimedCheck(); until == absl::InfiniteFuture()) {
-        cv_.wait(lock, ready);
-      } else {
-        cv_.wait_until(lock, absl::ToChronoTime(until), ready);
+      if (!ready()) {
+        if (const absl::Time until = NextTimedCheck(); until == absl::InfiniteFuture()) {
+          cv_.wait(lock, ready);
+        } else {
+          cv_.wait_until(lock, absl::ToChronoTime(until), ready);
+        }
       }
       if (stopping_) break;
       wake_ = false;
@@ -305,7 +307,7 @@ void Engine::UpdatePauses() {
 }
 
 absl::Time Engine::NextTimedCheck() const {
-  if (num_paused_ == 0) return absl::InfiniteFuture();  // the loop never sleeps with work
+  if (num_paused_ == 0) return absl::InfiniteFuture();  // idle: only a Wake brings work
   absl::Time next = absl::InfiniteFuture();
   for (const auto& [id, req] : active_) {
     next = std::min(next, req->request.deadline);
@@ -332,7 +334,8 @@ void Engine::AbortCancelledAndExpired() {
                                          absl::ToInt64Milliseconds(now - req->arrival), " ms")));
     } else if (cancelled) {
       doomed.emplace_back(req.get(), absl::CancelledError("request cancelled by the client"));
-    } else if (req->paused_since && config_.max_stall_s > 0 && now - *req->paused_since >= max_stall) {
+    } else if (req->paused_since && config_.max_stall_s > 0 &&
+               now - *req->paused_since >= max_stall) {
       ++iteration_.stats.num_stall_cancels;
       doomed.emplace_back(req.get(), absl::ResourceExhaustedError(absl::StrCat(
           "stream stalled: the client did not read its output, paused at ",

@@ -93,7 +93,8 @@ ScheduleOutput Scheduler::Schedule() {
       }
       const auto paused = NewestPaused();
       const SeqId victim = paused != running_.rend() ? *paused : running_.back();
-      const size_t victim_index = std::find(running_.begin(), running_.end(), victim) - running_.begin();
+      const size_t victim_index =
+          std::find(running_.begin(), running_.end(), victim) - running_.begin();
       const Sequence& v = *seqs_.at(victim);
       if (!v.paused && v.num_uncomputed() == 1 && victim != seq.id) --pending_decodes;
       Preempt(victim, out);
@@ -136,7 +137,9 @@ ScheduleOutput Scheduler::Schedule() {
 }
 
 bool Scheduler::TryAdmit(Sequence& seq, int& budget, ScheduleOutput& out) {
-  if (blocks_.prefix_caching()) ExtendBlockHashes(seq.tokens, blocks_.block_size(), seq.block_hashes);
+  if (blocks_.prefix_caching()) {
+    ExtendBlockHashes(seq.tokens, blocks_.block_size(), seq.block_hashes);
+  }
   PrefixHit hit;
   int cached = 0;
   int n = 0;
