@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 BUILD_DIR=${TSAN_BUILD_DIR:-build-tsan}
 TARGETS=(output_processor_test scheduler_test batching_test server_test cancellation_test
          client_test text_serving_test runner_state_test http_server_test
-         backpressure_engine_test backpressure_server_test)
+         backpressure_engine_test)
 
 launcher=()
 if command -v ccache >/dev/null; then
