@@ -40,6 +40,12 @@ ABSL_FLAG(int, max_queued_requests, 1024,
           "Requests that may wait beyond the running ones; more get RESOURCE_EXHAUSTED.");
 ABSL_FLAG(int, default_max_new_tokens, 256,
           "max_new_tokens when a request does not set it (capped by the context left).");
+ABSL_FLAG(int, max_unsent_tokens, 256,
+          "A stream with this many tokens not yet written to its client is paused (not "
+          "scheduled, KV kept) until the client reads; 0 = unlimited (docs/backpressure.md).");
+ABSL_FLAG(double, max_stall_s, 60,
+          "A stream paused this long (its client reads nothing) ends with RESOURCE_EXHAUSTED "
+          "and its KV blocks are freed; 0 = never.");
 ABSL_FLAG(double, shutdown_grace_s, 5.0,
           "On SIGTERM/SIGINT, seconds in-flight requests get to finish before they are cancelled.");
 ABSL_FLAG(std::string, tls_cert, "", "PEM certificate chain: serve TLS (with --tls_key).");

@@ -1,6 +1,7 @@
 #include "server/generate_reactors.h"
 
 #include <chrono>
+#include <utility>
 
 #include "server/request_mapping.h"
 #include "server/status_map.h"
@@ -17,6 +18,7 @@ class ReactorSink final : public RequestSink {
   void OnOutput(RequestOutput output) override { reactor_->Deliver(std::move(output)); }
   void OnAbort(absl::Status status) override { reactor_->DeliverAbort(std::move(status)); }
   bool IsCancelled() const override { return reactor_->cancelled(); }
+  bool IsPaused() const override { return reactor_->paused(); }
 
  private:
   Reactor* reactor_;
@@ -69,7 +71,11 @@ std::optional<grpc::Status> Submit(Reactor* reactor, grpc::CallbackServerContext
 GenerateStreamReactor::GenerateStreamReactor(grpc::CallbackServerContext* context,
                                              const v1::GenerateRequest* request, Engine& engine,
                                              ServerMetrics& metrics, InFlightCalls& calls)
-    : engine_(engine), metrics_(metrics), calls_(calls), counted_(calls.TryEnter()) {
+    : engine_(engine),
+      metrics_(metrics),
+      calls_(calls),
+      counted_(calls.TryEnter()),
+      unsent_(engine.max_unsent_tokens()) {
   std::optional<grpc::Status> error =
       Submit(this, context, *request, engine, counted_, &request_id_);
   if (error) {
@@ -94,6 +100,11 @@ void GenerateStreamReactor::Deliver(RequestOutput output) {
       has_pending_ = true;
     }
     Merge(output, pending_);
+    if (!write_failed_) {
+      const int n = static_cast<int>(output.token_ids.size());
+      pending_tokens_ += n;
+      unsent_.Produced(n);
+    }
     if (output.finished()) {
       final_status_ = grpc::Status::OK;
       outcome_ = FinishReasonLabel(output.finish_reason);
@@ -117,6 +128,7 @@ void GenerateStreamReactor::Pump() {
   if (finish_called_ || writing_) return;
   if (has_pending_ && !write_failed_) {
     in_flight_.Swap(&pending_);
+    in_flight_tokens_ = std::exchange(pending_tokens_, 0);
     has_pending_ = false;
     writing_ = true;
     lock.unlock();
@@ -134,14 +146,19 @@ void GenerateStreamReactor::Pump() {
 }
 
 void GenerateStreamReactor::OnWriteDone(bool ok) {
+  bool resumed = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     writing_ = false;
+    resumed = unsent_.Written(std::exchange(in_flight_tokens_, 0));
     if (!ok) {
       write_failed_ = true;
       has_pending_ = false;
+      pending_tokens_ = 0;
+      resumed = unsent_.Discard() || resumed;
     }
   }
+  if (resumed) engine_.Wake();  // it may be idle with only this request paused
   Pump();
 }
 

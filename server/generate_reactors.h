@@ -9,6 +9,13 @@
 // resulting reactions inline on the calling thread. Each counts itself in
 // InFlightCalls from construction to OnDone (refused with UNAVAILABLE once
 // the server drains), so that shutdown knows when nothing is in flight.
+//
+// Back-pressure (docs/backpressure.md): gRPC allows one write in flight, and
+// a write completes only once the transport's flow-control window lets it
+// go. A stream reactor counts the tokens merged into its pending message or
+// in the write in flight; past --max_unsent_tokens the engine pauses the
+// request, and the write completion that brings the count back down wakes
+// the engine.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -19,6 +26,7 @@
 #include <string>
 
 #include "engine/core/engine.h"
+#include "engine/core/unsent_tokens.h"
 #include "kvserve/v1/inference.grpc.pb.h"
 #include "server/in_flight_calls.h"
 #include "server/server_metrics.h"
@@ -50,6 +58,8 @@ class GenerateStreamReactor final : public grpc::ServerWriteReactor<v1::Generate
   void Deliver(RequestOutput output);
   void DeliverAbort(absl::Status status);
   bool cancelled() const { return cancelled_.load(); }
+  /// The client has too many tokens unwritten (polled by the engine).
+  bool paused() const { return unsent_.paused(); }
 
   // gRPC reactions.
   void OnWriteDone(bool ok) override;
@@ -67,7 +77,10 @@ class GenerateStreamReactor final : public grpc::ServerWriteReactor<v1::Generate
   std::atomic<bool> cancelled_{false};
 
   std::mutex mu_;
+  UnsentTokens unsent_;             // Produced/Written under mu_
   v1::GenerateResponse pending_;    // merged outputs not yet written
+  int pending_tokens_ = 0;          // tokens in pending_
+  int in_flight_tokens_ = 0;        // tokens in in_flight_
   bool has_pending_ = false;
   bool sent_request_id_ = false;    // a message carrying request_id is queued or written
   v1::GenerateResponse in_flight_;  // owned by gRPC between StartWrite and OnWriteDone
@@ -87,6 +100,8 @@ class GenerateUnaryReactor final : public grpc::ServerUnaryReactor, public RefCo
   void Deliver(RequestOutput output);
   void DeliverAbort(absl::Status status);
   bool cancelled() const { return cancelled_.load(); }
+  /// Never: a unary call sends nothing before the end.
+  bool paused() const { return false; }
 
   void OnCancel() override;
   void OnDone() override;

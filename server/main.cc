@@ -69,6 +69,8 @@ int Run() {
   config.kv_cache_bytes = size_t(std::max(1, absl::GetFlag(FLAGS_kv_cache_memory_mb))) << 20;
   config.max_queued_requests = absl::GetFlag(FLAGS_max_queued_requests);
   config.default_max_new_tokens = static_cast<uint32_t>(std::max(0, absl::GetFlag(FLAGS_default_max_new_tokens)));
+  config.max_unsent_tokens = absl::GetFlag(FLAGS_max_unsent_tokens);
+  config.max_stall_s = absl::GetFlag(FLAGS_max_stall_s);
   if (absl::Status s = config.Validate(); !s.ok()) {
     KV_LOG(ERROR) << s.message();
     return 2;

@@ -202,7 +202,9 @@ TEST(CancellationTest, NothingLeaksAndEveryStreamEnds) {
   EXPECT_TRUE(WaitUntil([&] { return outcome("cancelled") >= 105 && outcome("length") == 20; },
                         absl::Seconds(60)))
       << "cancelled " << outcome("cancelled") << ", length " << outcome("length");
-  EXPECT_LE(outcome("cancelled"), 130);  // 100 + 20 + 5 unary + 5 killed clients
+  // A deadline may reach the server as gRPC's cancellation of the call before
+  // the engine sees it expire: counted "cancelled" then, never twice.
+  EXPECT_LE(outcome("cancelled") + outcome("deadline_exceeded"), 150);  // 130 cancels + 20 deadlines
   EXPECT_LE(outcome("deadline_exceeded"), 20);
   EXPECT_EQ(outcome("length"), 20);
   EXPECT_EQ(server->Metric("kvserve_kv_blocks_used"), 0);

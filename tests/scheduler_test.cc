@@ -65,6 +65,9 @@ class SchedulerHarness {
     }
   }
 
+  /// What the engine does before each step from the request's sink.
+  void SetPaused(SeqId id, bool paused) { scheduler_.Get(id)->paused = paused; }
+
   BlockManager& blocks() { return blocks_; }
   Scheduler& scheduler() { return scheduler_; }
 
@@ -220,6 +223,61 @@ TEST(SchedulerTest, AdmissionKeepsTheReserveOnlyWhileOthersRun) {
   // With 2 gone, 4 is admitted. (Step 1 showed a sequence alone using the reserve.)
   h.scheduler().Remove(2);
   h.RunTable({{{{4, 0, 4, true}}, {4}, {}, {4}, {}, 3}});
+}
+
+TEST(SchedulerTest, PausedSequenceIsNotScheduledKeepsItsBlocksAndResumes) {
+  SchedulerHarness h(16, 4, Config(4, 64));
+  h.Add(1, 5);
+  h.Add(2, 3);
+  h.RunTable({{{{1, 0, 5, true}, {2, 0, 3, true}}, {1, 2}, {}, {1, 2}, {}, 13}});
+  h.SetPaused(1, true);
+  // 1 holds its 2 blocks and computes nothing; 2 goes on into a second block.
+  h.RunTable({
+      {{{2, 3, 1, true}}, {}, {}, {1, 2}, {}, 13},
+      {{{2, 4, 1, true}}, {}, {}, {1, 2}, {}, 12},
+  });
+  EXPECT_TRUE(h.scheduler().HasRunnableWork());
+  h.SetPaused(2, true);
+  EXPECT_FALSE(h.scheduler().HasRunnableWork());
+  EXPECT_TRUE(h.scheduler().HasWork());
+  h.RunTable({{{}, {}, {}, {1, 2}, {}, 12}});  // an empty step: nothing to compute, nothing freed
+  h.SetPaused(1, false);
+  // 1 resumes where it stopped: its one sampled token is decoded at position 5.
+  h.RunTable({{{{1, 5, 1, true}}, {}, {}, {1, 2}, {}, 12}});
+  EXPECT_EQ(h.scheduler().Get(1)->num_tokens(), 7);
+  EXPECT_EQ(h.scheduler().Get(2)->num_tokens(), 6);
+}
+
+TEST(SchedulerTest, PausedSequencesAreTheFirstToGiveUpTheirBlocks) {
+  // As in PreemptsTheMostRecentlyAdmittedWhenBlocksRunOut, but the older
+  // sequence's client stopped reading: it goes instead of the newest.
+  SchedulerHarness h(4, 4, Config(4, 64));
+  h.Add(1, 7);
+  h.Add(2, 7);
+  h.RunTable({{{{1, 0, 7, true}, {2, 0, 7, true}}, {1, 2}, {}, {1, 2}, {}, 0}});
+  h.SetPaused(1, true);
+  h.RunTable({
+      {{{2, 7, 1, true}}, {}, {}, {1, 2}, {}, 0},
+      // 2 needs a third block: paused 1 is preempted, not 2.
+      {{{2, 8, 1, true}}, {}, {1}, {2}, {1}, 1},
+      {{{2, 9, 1, true}}, {}, {}, {2}, {1}, 1, {2}},
+      // Still paused: not admitted although its 2 blocks are free.
+      {{}, {}, {}, {}, {1}, 4},
+  });
+  h.SetPaused(1, false);
+  // Resumed: recomputes its 8 tokens and samples the next.
+  h.RunTable({{{{1, 0, 8, true}}, {1}, {}, {1}, {}, 2}});
+  EXPECT_EQ(h.scheduler().Get(1)->num_preemptions, 1);
+}
+
+TEST(SchedulerTest, AWaitingSequenceTakesThePausedSequencesBlocks) {
+  SchedulerHarness h(4, 4, Config(4, 64));
+  h.Add(1, 16);  // all 4 blocks
+  h.RunTable({{{{1, 0, 16, true}}, {1}, {}, {1}, {}, 0}});
+  h.SetPaused(1, true);
+  h.Add(2, 4);
+  // Without the pause, 2 would wait for 1 to finish; paused, 1 gives way.
+  h.RunTable({{{{2, 0, 4, true}}, {2}, {1}, {2}, {1}, 3}});
 }
 
 TEST(BlockManagerTest, AllocateAppendShareFree) {

@@ -1,6 +1,7 @@
 #include "engine/core/engine.h"
 
 #include <algorithm>
+#include <optional>
 #include <random>
 #include <utility>
 
@@ -25,6 +26,9 @@ struct ActiveRequest {
   bool admitted_once = false;
   uint32_t num_generated = 0;
   std::vector<int32_t> banned;   // EOS and stop ids, masked before min_new_tokens
+  Sequence* seq = nullptr;       // owned by the scheduler until Release
+  /// Since when its client has not been reading (sink->IsPaused()); unset while not paused.
+  std::optional<absl::Time> paused_since;
 };
 
 namespace {
@@ -217,10 +221,19 @@ void Engine::Loop() {
     std::vector<SeqId> stops;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] {
+      auto ready = [&] {
         return stopping_ || wake_ || !submitted_.empty() || !stop_requests_.empty() ||
-               scheduler_->HasWork();
-      });
+               scheduler_->HasRunnableWork();
+      };
+      // Only paused requests (or none): sleep until a sink resumes one
+      // (Wake), or until the next stall limit or deadline is due.
+      if (!ready()) {
+        if (const absl::Time until = NextTimedCheck(); until == absl::InfiniteFuture()) {
+          cv_.wait(lock, ready);
+        } else {
+          cv_.wait_until(lock, absl::ToChronoTime(until), ready);
+        }
+      }
       if (stopping_) break;
       wake_ = false;
       submitted.swap(submitted_);
@@ -228,8 +241,9 @@ void Engine::Loop() {
     }
     AdmitSubmitted(std::move(submitted));
     ApplyStops(stops);
+    UpdatePauses();
     AbortCancelledAndExpired();
-    if (scheduler_->HasWork()) Step();
+    if (scheduler_->HasRunnableWork()) Step();
     FlushIteration();
   }
   // Shutdown: nothing may be left without an end.
@@ -251,6 +265,7 @@ void Engine::AdmitSubmitted(std::vector<std::unique_ptr<ActiveRequest>> submitte
     seq->sampling.seed = req->seed;
     seq->sampling.banned_tokens = req->banned;
     seq->sampling.capture_logits = req->request.capture_logits;
+    req->seq = seq.get();
     scheduler_->Add(std::move(seq));
     RequestAdded added;
     added.id = req->id;
@@ -272,9 +287,41 @@ void Engine::ApplyStops(const std::vector<SeqId>& stops) {
   }
 }
 
+void Engine::UpdatePauses() {
+  if (config_.max_unsent_tokens == 0) return;  // the sinks never pause
+  const absl::Time now = absl::Now();
+  num_paused_ = 0;
+  for (auto& [id, req] : active_) {
+    const bool paused = req->sink->IsPaused();
+    req->seq->paused = paused;
+    if (!paused) {
+      req->paused_since.reset();
+      continue;
+    }
+    ++num_paused_;
+    if (!req->paused_since) {
+      req->paused_since = now;
+      ++iteration_.stats.num_pauses;
+    }
+  }
+}
+
+absl::Time Engine::NextTimedCheck() const {
+  if (num_paused_ == 0) return absl::InfiniteFuture();  // idle: only a Wake brings work
+  absl::Time next = absl::InfiniteFuture();
+  for (const auto& [id, req] : active_) {
+    next = std::min(next, req->request.deadline);
+    if (req->paused_since && config_.max_stall_s > 0) {
+      next = std::min(next, *req->paused_since + absl::Seconds(config_.max_stall_s));
+    }
+  }
+  return next;
+}
+
 void Engine::AbortCancelledAndExpired() {
   const absl::Time now = absl::Now();
   std::vector<std::pair<ActiveRequest*, absl::Status>> doomed;
+  const absl::Duration max_stall = absl::Seconds(config_.max_stall_s);
   for (auto& [id, req] : active_) {
     // The deadline first: gRPC also cancels a call whose deadline passed, and
     // the client's own timer may cancel it a moment before the server's
@@ -287,6 +334,13 @@ void Engine::AbortCancelledAndExpired() {
                                          absl::ToInt64Milliseconds(now - req->arrival), " ms")));
     } else if (cancelled) {
       doomed.emplace_back(req.get(), absl::CancelledError("request cancelled by the client"));
+    } else if (req->paused_since && config_.max_stall_s > 0 &&
+               now - *req->paused_since >= max_stall) {
+      ++iteration_.stats.num_stall_cancels;
+      doomed.emplace_back(req.get(), absl::ResourceExhaustedError(absl::StrCat(
+          "stream stalled: the client did not read its output, paused at ",
+          config_.max_unsent_tokens, " unsent tokens (--max_unsent_tokens) for ",
+          config_.max_stall_s, " s (--max_stall_s)")));
     }
   }
   for (auto& [req, status] : doomed) Abort(*req, status);
@@ -371,6 +425,7 @@ void Engine::Abort(ActiveRequest& req, absl::Status status) {
 }
 
 void Engine::Release(SeqId id) {
+  if (auto it = active_.find(id); it != active_.end() && it->second->paused_since) --num_paused_;
   scheduler_->Remove(id);
   active_.erase(id);
   NoteBlockUsage();
@@ -390,6 +445,7 @@ void Engine::FlushIteration() {
   stats.kv_blocks_used = blocks_->num_used_blocks();
   stats.num_running = scheduler_->num_running();
   stats.num_waiting = scheduler_->num_waiting();
+  stats.num_paused = num_paused_;
   output_->Push(std::exchange(iteration_, {}));
 }
 

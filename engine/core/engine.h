@@ -68,6 +68,9 @@ class Engine {
   int num_live_requests() const { return live_requests_.load(); }
   /// KV blocks held right now (read from the engine's last update).
   int num_used_blocks() const { return used_blocks_.load(); }
+  /// Tokens a streaming request may have produced but not yet written to its
+  /// client before it is paused (--max_unsent_tokens; 0: never paused).
+  int max_unsent_tokens() const { return config_.max_unsent_tokens; }
 
  private:
   Engine(const EngineConfig& config, ModelSource model, std::unique_ptr<Backend> backend,
@@ -78,6 +81,12 @@ class Engine {
   void Loop();
   void AdmitSubmitted(std::vector<std::unique_ptr<ActiveRequest>> submitted);
   void ApplyStops(const std::vector<SeqId>& stops);
+  /// Reads every sink's IsPaused into its Sequence and notes since when it is paused.
+  void UpdatePauses();
+  /// When the loop must wake with nothing runnable: the next stall limit or
+  /// deadline of a paused request (InfiniteFuture when none is paused).
+  absl::Time NextTimedCheck() const;
+  /// Cancelled, past its deadline, or paused longer than --max_stall_s.
   void AbortCancelledAndExpired();
   void Step();
   /// The next token's sampling parameters; draws the request's next uniform.
@@ -107,6 +116,7 @@ class Engine {
   // Engine-thread state.
   std::map<SeqId, std::unique_ptr<ActiveRequest>> active_;
   SeqId next_seq_id_ = 1;
+  int num_paused_ = 0;  // requests in active_ with paused_since set
   EngineIterationOutput iteration_;  // what this iteration hands the output stage
 
   // Shared with submitting threads.

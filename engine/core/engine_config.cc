@@ -22,6 +22,12 @@ absl::Status EngineConfig::Validate() const {
   }
   if (max_queued_requests < 0) return bad("max_queued_requests", ">= 0", max_queued_requests);
   if (default_max_new_tokens < 1) return bad("default_max_new_tokens", ">= 1", default_max_new_tokens);
+  if (max_unsent_tokens < 0 || max_unsent_tokens > (1 << 20)) {
+    return bad("max_unsent_tokens", "in [0, 2^20] (0 = unlimited)", max_unsent_tokens);
+  }
+  if (!(max_stall_s >= 0 && max_stall_s <= 86400)) {
+    return bad("max_stall_s", "in [0, 86400] (0 = never)", max_stall_s);
+  }
   if (admission_reserve_fraction < 0 || admission_reserve_fraction >= 1) {
     return bad("admission_reserve_fraction", "in [0, 1)", admission_reserve_fraction);
   }

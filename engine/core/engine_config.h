@@ -22,6 +22,13 @@ struct EngineConfig {
   uint64_t seed = 0;                  // --seed: base of the seeds of unseeded requests
   /// Reuse the K/V of cached prompt prefixes (docs/prefix_caching.md).
   bool enable_prefix_caching = true;  // --enable_prefix_caching
+  /// Output back-pressure (docs/backpressure.md): a streaming request with
+  /// this many tokens produced but not yet written to its client is paused
+  /// (not scheduled, KV blocks kept) until the client reads; 0 = never.
+  int max_unsent_tokens = 256;        // --max_unsent_tokens
+  /// A request paused this long is ended with RESOURCE_EXHAUSTED and its
+  /// blocks freed; 0 = never.
+  double max_stall_s = 60;            // --max_stall_s
   /// Fraction of the pool kept free when admitting while others run.
   double admission_reserve_fraction = 0.01;
   /// Tests: after every step, check that the model runner's own copy of each

@@ -21,6 +21,9 @@ struct IterationStats {
   int kv_blocks_used_peak = 0;  // most held at any point of the iteration
   int num_running = 0;
   int num_waiting = 0;
+  int num_paused = 0;         // requests whose client is not reading (--max_unsent_tokens)
+  int num_pauses = 0;         // requests that became paused in this iteration
+  int num_stall_cancels = 0;  // requests ended paused past --max_stall_s
   int num_preemptions = 0;
   int prefix_cache_queried_tokens = 0;  // tokens of admitted sequences looked up
   int prefix_cache_hit_tokens = 0;      // of them, found cached

@@ -88,6 +88,11 @@ class RequestSink {
   virtual void OnAbort(absl::Status status) = 0;
   /// Polled by the engine every step; true aborts the request.
   virtual bool IsCancelled() const = 0;
+  /// Polled by the engine every step: true while the client has too many
+  /// tokens unread (--max_unsent_tokens, engine/core/unsent_tokens.h); the
+  /// request is then not scheduled, its KV blocks kept. A sink that resumes
+  /// must call Engine::Wake. Must be cheap: an atomic read.
+  virtual bool IsPaused() const { return false; }
 };
 
 }  // namespace kvserve

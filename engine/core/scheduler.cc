@@ -65,12 +65,17 @@ ScheduleOutput Scheduler::Schedule() {
 
   // Decodes not yet scheduled in this pass: prefill chunks leave room for them.
   int pending_decodes = 0;
-  for (SeqId id : running_) pending_decodes += seqs_.at(id)->num_uncomputed() == 1;
+  for (SeqId id : running_) {
+    const Sequence& seq = *seqs_.at(id);
+    pending_decodes += !seq.paused && seq.num_uncomputed() == 1;
+  }
 
-  // 1. Running sequences, oldest first. Victims come off the back, which this
-  //    loop has not reached yet (or is at), so no scheduled chunk is revoked.
+  // 1. Running sequences, oldest first. Victims are paused sequences (never
+  //    scheduled) or come off the back, which this loop has not reached yet
+  //    (or is at), so no scheduled chunk is revoked.
   for (size_t i = 0; i < running_.size(); ++i) {
     Sequence& seq = *seqs_.at(running_[i]);
+    if (seq.paused) continue;  // its client is not reading: keep its blocks, compute nothing
     const int uncomputed = seq.num_uncomputed();
     const bool is_decode = uncomputed == 1;
     if (is_decode) --pending_decodes;
@@ -86,13 +91,18 @@ ScheduleOutput Scheduler::Schedule() {
         n = std::min(n, room);
         break;
       }
-      const SeqId victim = running_.back();
-      if (seqs_.at(victim)->num_uncomputed() == 1 && victim != seq.id) --pending_decodes;
+      const auto paused = NewestPaused();
+      const SeqId victim = paused != running_.rend() ? *paused : running_.back();
+      const size_t victim_index =
+          std::find(running_.begin(), running_.end(), victim) - running_.begin();
+      const Sequence& v = *seqs_.at(victim);
+      if (!v.paused && v.num_uncomputed() == 1 && victim != seq.id) --pending_decodes;
       Preempt(victim, out);
       if (victim == seq.id) {
         self_preempted = true;
         break;
       }
+      if (victim_index < i) --i;  // running_[i] is still `seq`
     }
     if (self_preempted) break;  // it was the last running sequence
     blocks_.Append(seq.block_table, seq.num_computed + n);
@@ -102,40 +112,76 @@ ScheduleOutput Scheduler::Schedule() {
     budget -= n;
   }
 
-  // 2. Admit waiting sequences in arrival order; never skip one (no starvation).
+  // 2. Admit waiting sequences in arrival order; never skip one (no
+  //    starvation) except a paused one, which would only compute a token
+  //    its client does not read.
   if (out.preempted.empty()) {
-    while (!waiting_.empty() && static_cast<int>(running_.size()) < config_.max_num_seqs &&
+    // By index: a preemption in TryAdmit inserts into waiting_.
+    size_t i = 0;
+    while (i < waiting_.size() && static_cast<int>(running_.size()) < config_.max_num_seqs &&
            budget > 0) {
-      Sequence& seq = *seqs_.at(waiting_.front());
-      if (blocks_.prefix_caching()) {
-        ExtendBlockHashes(seq.tokens, blocks_.block_size(), seq.block_hashes);
+      const SeqId id = waiting_[i];
+      Sequence& seq = *seqs_.at(id);
+      if (seq.paused) {
+        ++i;
+        continue;
       }
-      // Leaves at least the last token to compute, so n >= 1.
-      const PrefixHit hit = blocks_.FindCachedPrefix(seq.tokens, seq.block_hashes);
-      const int cached = static_cast<int>(hit.blocks.size()) * blocks_.block_size();
-      const int n = std::min(seq.num_tokens() - cached, budget);
-      // The reserve only matters while others run: alone, a sequence may use it all.
-      const int reserve = running_.empty() ? 0 : config_.admission_reserve_blocks;
-      if (!blocks_.CanAllocate(cached + n, reserve, hit)) break;
-      blocks_.Allocate(seq.block_table, cached + n, hit);
-      seq.num_cached_blocks = static_cast<int>(hit.blocks.size());
-      waiting_.pop_front();
-      running_.push_back(seq.id);
-      seq.status = SequenceStatus::kRunning;
-      out.admitted.push_back(seq.id);
-      out.chunks.push_back({seq.id, cached, n, cached + n == seq.num_tokens()});
-      scheduled_.push_back(&seq);
-      seq.num_computed = cached + n;
-      budget -= n;
-      if (blocks_.prefix_caching()) {
-        out.prefix_cache_queried_tokens += seq.num_tokens();
-        out.prefix_cache_hit_tokens += cached;
-      }
+      if (!TryAdmit(seq, budget, out)) break;
+      waiting_.erase(std::find(waiting_.begin(), waiting_.end(), id));
+      i = 0;
     }
   }
   out.num_batched_tokens = config_.max_num_batched_tokens - budget;
   DescribeForRunner(out);
   return out;
+}
+
+bool Scheduler::TryAdmit(Sequence& seq, int& budget, ScheduleOutput& out) {
+  if (blocks_.prefix_caching()) {
+    ExtendBlockHashes(seq.tokens, blocks_.block_size(), seq.block_hashes);
+  }
+  PrefixHit hit;
+  int cached = 0;
+  int n = 0;
+  for (;;) {
+    // Leaves at least the last token to compute, so n >= 1.
+    hit = blocks_.FindCachedPrefix(seq.tokens, seq.block_hashes);
+    cached = static_cast<int>(hit.blocks.size()) * blocks_.block_size();
+    n = std::min(seq.num_tokens() - cached, budget);
+    // The reserve only matters while others run: alone, a sequence may use it all.
+    const int reserve = running_.empty() ? 0 : config_.admission_reserve_blocks;
+    if (blocks_.CanAllocate(cached + n, reserve, hit)) break;
+    // Paused sequences hold blocks but make no progress: under memory
+    // pressure they give way like any running sequence would, newest first.
+    const auto paused = NewestPaused();
+    if (paused == running_.rend()) return false;
+    Preempt(*paused, out);
+  }
+  blocks_.Allocate(seq.block_table, cached + n, hit);
+  seq.num_cached_blocks = static_cast<int>(hit.blocks.size());
+  running_.push_back(seq.id);
+  seq.status = SequenceStatus::kRunning;
+  out.admitted.push_back(seq.id);
+  out.chunks.push_back({seq.id, cached, n, cached + n == seq.num_tokens()});
+  scheduled_.push_back(&seq);
+  seq.num_computed = cached + n;
+  budget -= n;
+  if (blocks_.prefix_caching()) {
+    out.prefix_cache_queried_tokens += seq.num_tokens();
+    out.prefix_cache_hit_tokens += cached;
+  }
+  return true;
+}
+
+std::vector<SeqId>::const_reverse_iterator Scheduler::NewestPaused() const {
+  return std::find_if(running_.rbegin(), running_.rend(),
+                      [&](SeqId id) { return seqs_.at(id)->paused; });
+}
+
+bool Scheduler::HasRunnableWork() const {
+  auto runnable = [&](SeqId id) { return !seqs_.at(id)->paused; };
+  return std::any_of(running_.begin(), running_.end(), runnable) ||
+         std::any_of(waiting_.begin(), waiting_.end(), runnable);
 }
 
 void Scheduler::DescribeForRunner(ScheduleOutput& out) {

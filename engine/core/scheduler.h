@@ -10,6 +10,10 @@
 //      recomputed;
 //   3. if nothing was preempted, waiting sequences are admitted first come,
 //      first served while max_num_seqs, the token budget and free blocks allow.
+//      Paused sequences (Sequence::paused: the client is not reading) are
+//      skipped in 1 and 3 and keep their blocks; they are the first victims,
+//      newest first, when a running sequence needs a block, and give way to
+//      a waiting sequence that does not fit.
 //      With prefix caching on, an admitted sequence starts from the cached
 //      blocks of its longest cached prefix and computes only the rest.
 // Pure logic over the BlockManager: no model, no device, no clock.
@@ -53,6 +57,8 @@ class Scheduler {
   Sequence* Get(SeqId id);
   const Sequence* Get(SeqId id) const;
   bool HasWork() const { return !running_.empty() || !waiting_.empty(); }
+  /// Some sequence is not paused: Schedule() has something to compute.
+  bool HasRunnableWork() const;
   int num_running() const { return static_cast<int>(running_.size()); }
   int num_waiting() const { return static_cast<int>(waiting_.size()); }
   const std::vector<SeqId>& running() const { return running_; }
@@ -61,6 +67,13 @@ class Scheduler {
  private:
   void Preempt(SeqId id, ScheduleOutput& out);
   void InsertWaitingInArrivalOrder(SeqId id);
+  /// Admits `seq` (the caller takes it off the waiting line) with a chunk
+  /// from `budget`, preempting paused sequences when blocks are short.
+  /// False when it does not fit.
+  bool TryAdmit(Sequence& seq, int& budget, ScheduleOutput& out);
+  /// The most recently admitted paused running sequence (rend() if none):
+  /// the first to give its blocks up.
+  std::vector<SeqId>::const_reverse_iterator NewestPaused() const;
   /// Registers the sequence's blocks that are full and computed (by a step that ran).
   void CacheComputedBlocks(Sequence& seq);
   /// Fills out.new_seqs / out.cached_seqs for this step's chunks.

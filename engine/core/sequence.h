@@ -33,6 +33,9 @@ struct Sequence {
   int num_cached_blocks = 0;
   SequenceStatus status = SequenceStatus::kWaiting;
   int num_preemptions = 0;
+  /// Its client is not reading (RequestSink::IsPaused, set by the engine
+  /// before each Schedule): not scheduled nor admitted, blocks kept.
+  bool paused = false;
   SequenceSampling sampling;  // handed to the model runner with the first step
   /// What the model runner has been told (ScheduleOutput's deltas start
   /// here); reset when it drops the sequence (preemption).

@@ -22,8 +22,9 @@ int CallTracker::count() {
   return count_;
 }
 
-GenerationCall::GenerationCall(std::function<void()> notify, std::shared_ptr<CallTracker> tracker)
-    : notify_(std::move(notify)), tracker_(std::move(tracker)) {
+GenerationCall::GenerationCall(std::function<void()> notify, std::shared_ptr<CallTracker> tracker,
+                               int max_unsent_tokens)
+    : notify_(std::move(notify)), tracker_(std::move(tracker)), unsent_(max_unsent_tokens) {
   tracker_->Add();
 }
 

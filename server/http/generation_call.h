@@ -5,6 +5,10 @@
 // The output thread must never block, so Push only appends under a short
 // lock and, when the queue was empty, asks `notify` to post one drain to the
 // connection's strand (outputs that arrive meanwhile ride along).
+//
+// Back-pressure (docs/backpressure.md): the strand counts the streamed tokens
+// not yet written to the socket in `unsent()`; past the limit every choice is
+// paused by the engine until the client reads.
 #pragma once
 
 #include <atomic>
@@ -16,6 +20,7 @@
 
 #include "absl/status/status.h"
 #include "engine/core/request.h"
+#include "engine/core/unsent_tokens.h"
 
 namespace kvserve::http {
 
@@ -43,7 +48,10 @@ struct ChoiceEvent {
 class GenerationCall {
  public:
   /// `notify` is called on the output thread, at most once per Take.
-  GenerationCall(std::function<void()> notify, std::shared_ptr<CallTracker> tracker);
+  /// `max_unsent_tokens` (0: unlimited) bounds the tokens of all choices
+  /// together that may wait unwritten.
+  GenerationCall(std::function<void()> notify, std::shared_ptr<CallTracker> tracker,
+                 int max_unsent_tokens = 0);
   ~GenerationCall();
   GenerationCall(const GenerationCall&) = delete;
   GenerationCall& operator=(const GenerationCall&) = delete;
@@ -55,11 +63,15 @@ class GenerationCall {
   /// Polled by the engine each step: every choice of a cancelled call aborts.
   bool cancelled() const { return cancelled_.load(); }
   void Cancel() { cancelled_.store(true); }
+  /// The connection's strand only, except paused() (the engine polls it).
+  UnsentTokens& unsent() { return unsent_; }
+  bool paused() const { return unsent_.paused(); }
 
  private:
   std::function<void()> notify_;
   std::shared_ptr<CallTracker> tracker_;
   std::atomic<bool> cancelled_{false};
+  UnsentTokens unsent_;
   std::mutex mu_;
   std::vector<ChoiceEvent> queue_;  // guarded by mu_
   bool notified_ = false;           // guarded by mu_
@@ -73,6 +85,7 @@ class ChoiceSink final : public RequestSink {
   void OnOutput(RequestOutput output) override;
   void OnAbort(absl::Status status) override;
   bool IsCancelled() const override { return call_->cancelled(); }
+  bool IsPaused() const override { return call_->paused(); }
 
  private:
   std::shared_ptr<GenerationCall> call_;

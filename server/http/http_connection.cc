@@ -22,6 +22,14 @@ namespace {
 // Bytes a client may pipeline while its generation runs before we stop reading.
 constexpr size_t kMaxPipelinedBytes = 64 << 10;
 
+// The kernel send buffer of a connection streaming SSE. Linux grows a
+// socket's buffer with its congestion window, to megabytes on loopback (its
+// MSS is 64 KiB): that many tokens were taken as written while a client read
+// nothing, long before --max_unsent_tokens could pause the stream. Streams
+// write at token rate, so 32 KiB (the kernel doubles it) is plenty for a
+// client that reads.
+constexpr int kSseSendBufferBytes = 32 << 10;
+
 constexpr char kSseHeader[] =
     "HTTP/1.1 200 OK\r\n"
     "Server: kvserve\r\n"
@@ -228,6 +236,8 @@ void HttpConnection::BeginGeneration(StartedGeneration generation) {
   stream_ended_ = false;
   last_outcome_.clear();
   if (streaming_) {
+    beast::error_code ignored;  // a default-sized buffer only weakens back-pressure
+    socket_.set_option(net::socket_base::send_buffer_size(kSseSendBufferBytes), ignored);
     out_pending_ = absl::StrCat(kSseHeader, keep_alive_ ? "" : "Connection: close\r\n", "\r\n");
     WriteOut();
   }
@@ -239,8 +249,18 @@ void HttpConnection::OnCallEvents() {
   std::vector<ChoiceEvent> events = call_->Take();
   std::optional<HttpError> failure;
   std::string sse;
+  // A client that stopped reading (paused, e.g. ended past --max_stall_s)
+  // would never receive an error event: close the connection instead.
+  const bool stalled = call_->paused();
   for (ChoiceEvent& event : events) {
     if (event.abort) {
+      if (stalled) {
+        call_->Cancel();  // the other choices end too
+        service_.engine().Wake();
+        EndCall(OutcomeLabel(ToHttpError(*event.abort)));
+        CloseNow();
+        return;
+      }
       failure = ToHttpError(*event.abort);
       call_->Cancel();  // the other choices end too
       service_.engine().Wake();
@@ -248,6 +268,11 @@ void HttpConnection::OnCallEvents() {
     }
     if (event.output.finished()) last_outcome_ = FinishReasonLabel(event.output.finish_reason);
     builder_->Add(event.choice, event.output, sse);
+    if (streaming_) {
+      const int n = static_cast<int>(event.output.token_ids.size());
+      out_pending_tokens_ += n;
+      call_->unsent().Produced(n);
+    }
   }
   if (failure) {
     EndCall(OutcomeLabel(*failure));
@@ -305,6 +330,7 @@ void HttpConnection::WriteOut() {
     return;
   }
   out_writing_ = std::exchange(out_pending_, {});
+  out_writing_tokens_ = std::exchange(out_pending_tokens_, 0);
   writing_ = true;
   ArmTimer(limits_.write_timeout);
   net::async_write(socket_, net::buffer(out_writing_),
@@ -316,6 +342,10 @@ void HttpConnection::WriteOut() {
 void HttpConnection::OnOutWritten(beast::error_code ec) {
   writing_ = false;
   DisarmTimer();
+  const int written = std::exchange(out_writing_tokens_, 0);
+  if (!ec && call_ != nullptr && call_->unsent().Written(written)) {
+    service_.engine().Wake();  // it may be idle with only this call paused
+  }
   if (ec) {  // the client is gone, or stalled past the write timeout
     CloseNow();
     return;

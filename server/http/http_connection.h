@@ -82,6 +82,8 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   std::string last_outcome_;   // the finish reason of the last choice to end
   std::string out_pending_;    // SSE bytes not yet written
   std::string out_writing_;    // owned by the write in flight
+  int out_pending_tokens_ = 0;  // tokens in out_pending_ (call_->unsent() counts them)
+  int out_writing_tokens_ = 0;  // tokens in out_writing_
   bool writing_ = false;
   bool watching_ = false;      // the disconnect watch's read is pending
   bool resume_after_watch_ = false;

@@ -116,7 +116,10 @@ std::variant<HttpReply, StartedGeneration> OpenAiService::Generate(Endpoint endp
     if (request->sampling.seed) *request->sampling.seed += i;
     requests.push_back(*std::move(request));
   }
-  auto call = std::make_shared<GenerationCall>(std::move(notify), tracker_);
+  // Each choice gets the room of a single request (streams only: a JSON
+  // reply is written at the end, nothing is counted for it).
+  auto call = std::make_shared<GenerationCall>(std::move(notify), tracker_,
+                                               engine_.max_unsent_tokens() * r.n);
   for (int i = 0; i < r.n; ++i) {
     absl::Status submitted =
         engine_.Submit(std::move(requests[i]), std::make_shared<ChoiceSink>(call, i));

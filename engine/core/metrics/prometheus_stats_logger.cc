@@ -33,6 +33,15 @@ PrometheusStatsLogger::PrometheusStatsLogger(prometheus::Registry& r)
       requests_running_(MakeGauge(r, "kvserve_requests_running", "Sequences admitted and running")),
       requests_waiting_(MakeGauge(r, "kvserve_requests_waiting",
                                  "Requests queued or preempted, waiting for admission")),
+      requests_paused_(MakeGauge(r, "kvserve_requests_paused",
+                                 "Streaming requests paused because their client is not reading "
+                                 "(--max_unsent_tokens unsent tokens)")),
+      stream_pauses_total_(MakeCounter(r, "kvserve_stream_pauses_total",
+                                       "Times a streaming request was paused because its client "
+                                       "had --max_unsent_tokens tokens unread")),
+      stream_stall_cancels_total_(
+          MakeCounter(r, "kvserve_stream_stall_cancels_total",
+                      "Requests ended after being paused longer than --max_stall_s")),
       preemptions_total_(MakeCounter(r, "kvserve_preemptions_total",
                                     "Sequences preempted for lack of KV blocks")),
       prefix_cache_queries_total_(
@@ -64,6 +73,10 @@ void PrometheusStatsLogger::OnIteration(const IterationStats& s) {
                                             std::max(s.kv_blocks_used_peak, s.kv_blocks_used)));
   requests_running_.Set(s.num_running);
   requests_waiting_.Set(s.num_waiting);
+  // The counters first: a reader that sees the gauge sees them counted.
+  stream_pauses_total_.Increment(s.num_pauses);
+  stream_stall_cancels_total_.Increment(s.num_stall_cancels);
+  requests_paused_.Set(s.num_paused);
   preemptions_total_.Increment(s.num_preemptions);
   prefix_cache_queries_total_.Increment(s.prefix_cache_queried_tokens);
   prefix_cache_hits_total_.Increment(s.prefix_cache_hit_tokens);

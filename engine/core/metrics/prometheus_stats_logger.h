@@ -24,6 +24,9 @@ class PrometheusStatsLogger final : public StatsObserver {
   prometheus::Gauge& kv_blocks_used_peak_;  // high-water mark since start
   prometheus::Gauge& requests_running_;
   prometheus::Gauge& requests_waiting_;
+  prometheus::Gauge& requests_paused_;          // client not reading (--max_unsent_tokens)
+  prometheus::Counter& stream_pauses_total_;         // times a request became paused
+  prometheus::Counter& stream_stall_cancels_total_;  // ended paused past --max_stall_s
   prometheus::Counter& preemptions_total_;
   prometheus::Counter& prefix_cache_queries_total_;  // tokens looked up at admission
   prometheus::Counter& prefix_cache_hits_total_;     // of them, found cached
