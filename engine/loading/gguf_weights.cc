@@ -53,15 +53,15 @@ std::optional<std::string> GgufTensorName(absl::string_view hf) {
   return std::nullopt;
 }
 
-void UnpermuteQkRows(const float* src, int64_t rows, int64_t cols, int n_head, float* dst) {
+void UnpermuteQkRows(const void* src, int64_t rows, size_t row_bytes, int n_head, void* dst) {
   const int64_t d = rows / n_head;
   const int64_t half = d / 2;
   for (int64_t h = 0; h < n_head; ++h) {
     for (int64_t i = 0; i < half; ++i) {
       for (int64_t j = 0; j < 2; ++j) {
-        const float* from = src + (h * d + 2 * i + j) * cols;
-        float* to = dst + (h * d + j * half + i) * cols;
-        std::memcpy(to, from, cols * sizeof(float));
+        const auto* from = static_cast<const uint8_t*>(src) + (h * d + 2 * i + j) * row_bytes;
+        auto* to = static_cast<uint8_t*>(dst) + (h * d + j * half + i) * row_bytes;
+        std::memcpy(to, from, row_bytes);
       }
     }
   }
@@ -110,8 +110,18 @@ absl::StatusOr<TensorData> GgufWeightSource::Get(absl::string_view name) {
                                                    " rows, not whole heads of ", permute_heads));
   }
   const auto direct = static_cast<GgmlType>(t->type);
-  if (permute_heads == 0 && (direct == GgmlType::kF32 || direct == GgmlType::kF16 ||
-                             direct == GgmlType::kBF16)) {
+  if (keep_q8_0_ && direct == GgmlType::kQ8_0 && cols % 32 == 0) {
+    // Kept as stored: the backend multiplies by Q8_0 blocks (kernels/q8_0.h).
+    out.dtype = DType::kQ8_0;
+    out.data = t->data;
+    out.bytes = t->bytes;
+    if (permute_heads > 0) {
+      permuted_blocks_.resize(t->bytes);
+      UnpermuteQkRows(t->data, rows, t->bytes / rows, permute_heads, permuted_blocks_.data());
+      out.data = permuted_blocks_.data();
+    }
+  } else if (permute_heads == 0 && (direct == GgmlType::kF32 || direct == GgmlType::kF16 ||
+                                    direct == GgmlType::kBF16)) {
     out.dtype = direct == GgmlType::kF32   ? DType::kFloat32
                 : direct == GgmlType::kF16 ? DType::kFloat16
                                            : DType::kBFloat16;
@@ -126,7 +136,7 @@ absl::StatusOr<TensorData> GgufWeightSource::Get(absl::string_view name) {
     const float* result = scratch_.data();
     if (permute_heads > 0) {
       permuted_.resize(numel);
-      UnpermuteQkRows(scratch_.data(), rows, cols, permute_heads, permuted_.data());
+      UnpermuteQkRows(scratch_.data(), rows, cols * sizeof(float), permute_heads, permuted_.data());
       result = permuted_.data();
     }
     out.dtype = DType::kFloat32;
@@ -135,7 +145,7 @@ absl::StatusOr<TensorData> GgufWeightSource::Get(absl::string_view name) {
   }
   ++tensors_;
   file_bytes_read_ += t->bytes;
-  float_bytes_out_ += numel * sizeof(float);
+  float_bytes_out_ += out.dtype == DType::kQ8_0 ? 0 : numel * sizeof(float);
   seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return out;
 }
