@@ -82,6 +82,8 @@ int Run() {
     std::cerr << model.status().message() << "\n";
     return 1;
   }
+  // Read by tests/cpu_weight_dtypes_test.py: the storage --dtype chose.
+  std::cerr << "weight bytes: " << (*model)->weight_bytes() << "\n";
   const int blocks = (n + kBlockSize - 1) / kBlockSize;
   auto cache = KvCache::Create(backend, source->config.kv_cache_shape(), blocks, kBlockSize);
   if (!cache.ok()) {

@@ -73,8 +73,8 @@ GgufWeightSource::GgufWeightSource(std::unique_ptr<GgufFile> file, const ModelCo
 GgufWeightSource::~GgufWeightSource() {
   if (tensors_ == 0) return;
   KV_LOG(INFO) << file_->name() << ": " << tensors_ << " tensors, " << file_bytes_read_ / (1 << 20)
-               << " MiB in the file → " << float_bytes_out_ / (1 << 20)
-               << " MiB float32, dequantized in " << seconds_ << " s (scratch "
+               << " MiB in the file, " << float_bytes_out_ / (1 << 20)
+               << " MiB of it dequantized to float32 here, in " << seconds_ << " s (scratch "
                << (scratch_.capacity() + permuted_.capacity()) * sizeof(float) / (1 << 20)
                << " MiB)";
 }
@@ -109,24 +109,25 @@ absl::StatusOr<TensorData> GgufWeightSource::Get(absl::string_view name) {
     return absl::InvalidArgumentError(absl::StrCat(file_->name(), ": tensor ", *gguf, " has ", rows,
                                                    " rows, not whole heads of ", permute_heads));
   }
-  const auto direct = static_cast<GgmlType>(t->type);
-  if (keep_q8_0_ && direct == GgmlType::kQ8_0 && cols % 32 == 0) {
-    // Kept as stored: the backend multiplies by Q8_0 blocks (kernels/q8_0.h).
-    out.dtype = DType::kQ8_0;
+  // F32, F16 and BF16 are served as stored (and Q8_0 when kept, for a backend
+  // that multiplies by its blocks, kernels/q8_0.h): borrowed from the
+  // mapping, or with Q/K rows moved whole into a buffer. Everything else is
+  // dequantized to float32.
+  const auto type = static_cast<GgmlType>(t->type);
+  std::optional<DType> as_stored;
+  if (type == GgmlType::kF32) as_stored = DType::kFloat32;
+  if (type == GgmlType::kF16) as_stored = DType::kFloat16;
+  if (type == GgmlType::kBF16) as_stored = DType::kBFloat16;
+  if (type == GgmlType::kQ8_0 && keep_q8_0_ && cols % 32 == 0) as_stored = DType::kQ8_0;
+  if (as_stored) {
+    out.dtype = *as_stored;
     out.data = t->data;
     out.bytes = t->bytes;
     if (permute_heads > 0) {
-      permuted_blocks_.resize(t->bytes);
-      UnpermuteQkRows(t->data, rows, t->bytes / rows, permute_heads, permuted_blocks_.data());
-      out.data = permuted_blocks_.data();
+      permuted_rows_.resize(t->bytes);
+      UnpermuteQkRows(t->data, rows, t->bytes / rows, permute_heads, permuted_rows_.data());
+      out.data = permuted_rows_.data();
     }
-  } else if (permute_heads == 0 && (direct == GgmlType::kF32 || direct == GgmlType::kF16 ||
-                                    direct == GgmlType::kBF16)) {
-    out.dtype = direct == GgmlType::kF32   ? DType::kFloat32
-                : direct == GgmlType::kF16 ? DType::kFloat16
-                                           : DType::kBFloat16;
-    out.data = t->data;
-    out.bytes = t->bytes;
   } else {
     scratch_.resize(numel);
     if (absl::Status s = DequantizeGgml(t->type, t->data, numel, scratch_.data()); !s.ok()) {
@@ -142,10 +143,10 @@ absl::StatusOr<TensorData> GgufWeightSource::Get(absl::string_view name) {
     out.dtype = DType::kFloat32;
     out.data = result;
     out.bytes = numel * sizeof(float);
+    float_bytes_out_ += out.bytes;
   }
   ++tensors_;
   file_bytes_read_ += t->bytes;
-  float_bytes_out_ += out.dtype == DType::kQ8_0 ? 0 : numel * sizeof(float);
   seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return out;
 }

@@ -28,8 +28,9 @@ class GgufWeightSource final : public WeightSource {
   ~GgufWeightSource() override;
 
   bool Has(absl::string_view name) const override;
-  /// F32/F16/BF16 tensors are borrowed from the mapping; anything converted
-  /// (quantized, or permuted) lives in a scratch buffer reused by the next Get.
+  /// F32/F16/BF16 (and kept Q8_0) tensors are borrowed from the mapping;
+  /// anything converted (dequantized, or Q/K rows un-permuted) lives in a
+  /// scratch buffer reused by the next Get.
   absl::StatusOr<TensorData> Get(absl::string_view name) override;
   std::string Describe() const override { return file_->name(); }
   void SetKeepQ8_0(bool keep) override { keep_q8_0_ = keep; }
@@ -41,7 +42,7 @@ class GgufWeightSource final : public WeightSource {
   bool keep_q8_0_ = false;
   std::vector<float> scratch_;
   std::vector<float> permuted_;
-  std::vector<uint8_t> permuted_blocks_;  // Q/K rows of a Q8_0 tensor kept as stored
+  std::vector<uint8_t> permuted_rows_;  // Q/K rows of a tensor served as stored
   // Loading statistics, for the log line.
   int tensors_ = 0;
   uint64_t file_bytes_read_ = 0;
