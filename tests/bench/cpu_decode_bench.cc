@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -43,6 +44,8 @@ ABSL_FLAG(int, new_tokens, 128, "Generated tokens per request.");
 ABSL_FLAG(std::string, json, "", "Write the results here as JSON.");
 ABSL_FLAG(std::string, dtype, "auto",
           "Weight matrices, as the server's --dtype on the CPU: auto, float32 or bfloat16.");
+ABSL_FLAG(bool, ceilings, true,
+          "Measure the read and sgemm ceilings (false: skip them, e.g. under a profiler).");
 ABSL_FLAG(int, prefill, 512,
           "Also measure one prompt of this many tokens at batch 1: prefill tokens/s (0: skip).");
 
@@ -96,8 +99,9 @@ int Run() {
     std::fprintf(stderr, "%s\n", std::string(engine.status().message()).c_str());
     return 1;
   }
-  const double bandwidth = ReadCeiling();
-  const double peak = SgemmPeak();
+  const bool ceilings = absl::GetFlag(FLAGS_ceilings);
+  const double bandwidth = ceilings ? ReadCeiling() : NAN;
+  const double peak = ceilings ? SgemmPeak() : NAN;
   const double params = static_cast<double>(WeightParams(config));
   // Bytes per stored parameter (float32, bf16 or Q8_0 matrices; the norms
   // are noise), times the parameters a step reads.
