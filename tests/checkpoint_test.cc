@@ -284,7 +284,7 @@ TEST(DTypeTest, HalfAndBFloat16Conversions) {
 // A bfloat16 checkpoint on the CPU: --dtype auto keeps its matrices in bf16,
 // --dtype float32 widens them; both hold the same values, so the greedy
 // tokens agree and the logits differ only by float32 summation order (the
-// small-M kernel vs sgemm over converted panels, for the 20-token prompt).
+// 20-token prompt: sgemm over float32, the small-M kernel over bf16).
 TEST_F(CheckpointDirTest, Bf16CheckpointKeepsBf16MatricesUnderAuto) {
   Write("default", DType::kBFloat16, 0);
   testing::TestEngine widened =

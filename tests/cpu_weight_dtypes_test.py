@@ -15,8 +15,9 @@ the --dtype that keeps or converts it:
                                     even, as kvserve's FloatToBFloat16 does)
   q8_0  float32    float32          the q8_0 file
 
-Two prompts: 7 tokens (every product through the small-M kernel) and 40
-tokens (above the cut-over: float32 panels converted for sgemm). The
+Two prompts: 7 tokens (every product through the small-M kernel) and 80
+tokens (above every cut-over, 16 for float32 and 64 for bf16 / Q8_0 weights:
+sgemm, over float32 panels converted from bf16 / Q8_0). The
 weights kvserve reports (`weight bytes:` on stderr) show which storage it
 chose: bf16 half of float32, Q8_0 34/128 of it, for the matrices.
 
@@ -43,7 +44,7 @@ from llama_gguf_numpy import LlamaGgufReference  # noqa: E402
 import write_random_gguf  # noqa: E402
 
 PROMPTS = {"short": [1, 5, 300, 7, 9, 260, 11],
-           "long": [1] + [(17 * i + 3) % 317 + 3 for i in range(39)]}
+           "long": [1] + [(17 * i + 3) % 317 + 3 for i in range(79)]}
 RELATIVE_TOLERANCE = 2e-5
 
 

@@ -75,7 +75,7 @@ class GemmSmallMTest : public ::testing::TestWithParam<DType> {
 TEST_P(GemmSmallMTest, ProductMatchesDoubleReferenceOverEveryRemainder) {
   for (const std::string& isa : cpu::SmallMRunnableIsas()) {
     uint32_t seed = 1;
-    for (int m : {1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 32}) {
+    for (int m : {1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 32, 64}) {
       for (int k : Widths()) {
         for (int n : {1, 3, 4, 5, 67}) {
           const Problem p = Random(m, k, n, GetParam(), seed++);
@@ -97,7 +97,7 @@ TEST_P(GemmSmallMTest, ProductMatchesDoubleReferenceOverEveryRemainder) {
 // bias, on a real projection shape (SmolLM2's k/v) and on one whose column
 // slices span several conversion panels (TinyLlama's k: 2048 wide).
 TEST_P(GemmSmallMTest, LinearMatchesDoubleReferenceOnBothSidesOfTheCutOver) {
-  const int cut = cpu::SmallMMaxRows();
+  const int cut = cpu::SmallMMaxRows(GetParam());
   uint32_t seed = 100;
   for (auto [k, n] : {std::pair{576, 192}, std::pair{2048, 300}}) {
     for (int m : {1, 2, cut, cut + 1, 2 * cut + 3}) {

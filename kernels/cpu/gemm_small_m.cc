@@ -121,7 +121,8 @@ using ProductFn = void (*)(const float*, int, int64_t, const void*, int, int, in
 struct Choice {
   const char* isa;
   ProductFn f32, bf16, q8_0;
-  int max_rows;  // cut-over to sgemm, measured per instruction set
+  int max_rows;            // cut-over to sgemm for float32 W, measured per instruction set
+  int max_rows_converted;  // for bf16 / Q8_0 W, where sgemm needs converted panels
 };
 
 // Every variant this CPU can run, best first. F16C converts Q8_0's scales;
@@ -131,10 +132,10 @@ std::vector<Choice> Runnable() {
   const bool f16c = __builtin_cpu_supports("f16c");
   std::vector<Choice> out;
   if (__builtin_cpu_supports("avx512f") && f16c)
-    out.push_back({"avx512f", avx512::ProductF32, avx512::ProductBf16, avx512::ProductQ8, 16});
+    out.push_back({"avx512f", avx512::ProductF32, avx512::ProductBf16, avx512::ProductQ8, 16, 64});
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c)
-    out.push_back({"avx2+fma", avx2::ProductF32, avx2::ProductBf16, avx2::ProductQ8, 16});
-  out.push_back({"portable", portable::ProductF32, portable::ProductBf16, portable::ProductQ8, 1});
+    out.push_back({"avx2+fma", avx2::ProductF32, avx2::ProductBf16, avx2::ProductQ8, 16, 64});
+  out.push_back({"portable", portable::ProductF32, portable::ProductBf16, portable::ProductQ8, 1, 1});
   return out;
 }
 
@@ -156,7 +157,9 @@ void Run(const Choice& c, const float* x, int m, int64_t ldx, const void* w, DTy
 }  // namespace
 
 const char* SmallMIsa() { return Chosen().isa; }
-int SmallMMaxRows() { return Chosen().max_rows; }
+int SmallMMaxRows(DType w_dtype) {
+  return w_dtype == DType::kFloat32 ? Chosen().max_rows : Chosen().max_rows_converted;
+}
 
 bool SmallMSupports(DType w_dtype) {
   return w_dtype == DType::kFloat32 || w_dtype == DType::kBFloat16 || w_dtype == DType::kQ8_0;

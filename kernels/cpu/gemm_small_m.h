@@ -17,9 +17,11 @@ namespace kvserve::cpu {
 const char* SmallMIsa();
 
 /// The largest row count for which the small-M product beats OpenBLAS sgemm
-/// on this CPU's instruction set (measured: docs/cpu_small_m_gemm.md);
-/// Linear uses sgemm above it.
-int SmallMMaxRows();
+/// on this CPU's instruction set, for weights of `w_dtype` (measured:
+/// docs/cpu_small_m_gemm.md, cpu_weight_dtypes.md; bf16 / Q8_0 weights
+/// would need converting for sgemm, so their cut-over is higher); Linear
+/// uses sgemm above it.
+int SmallMMaxRows(DType w_dtype = DType::kFloat32);
 
 /// Whether SmallMProduct takes weights of this dtype: float32, bfloat16, q8_0.
 bool SmallMSupports(DType w_dtype);

@@ -1,4 +1,4 @@
-// out = x · Wᵀ (+ bias): up to SmallMMaxRows() rows through the small-M
+// out = x · Wᵀ (+ bias): up to SmallMMaxRows(W's dtype) rows through the small-M
 // kernel (one pass over W for all rows; sgemm repacks W on every call), more
 // through OpenBLAS sgemm. The output columns are split over the backend's
 // thread pool (OpenBLAS itself runs single-threaded: one source of
@@ -51,7 +51,7 @@ void Linear(Tensor x, Tensor weight, Tensor bias, Tensor out) {
   const int target = std::max(1, std::min(pool.num_threads() * 2, n / 64));
   const int slice = ((n + target - 1) / target + 15) & ~15;
   const int slices = (n + slice - 1) / slice;
-  const bool small_m = m <= SmallMMaxRows();
+  const bool small_m = m <= SmallMMaxRows(weight.dtype);
   pool.ParallelFor(slices, [&](int s) {
     const int n0 = s * slice, cols = std::min(slice, n - n0);
     float* o = out.as<float>() + n0;

@@ -79,9 +79,9 @@ void Run() {
     if (absl::SimpleAtoi(r, &m) && m > 0 && m <= 64) rows.push_back(m);  // x holds 64 rows
   }
   const double ceiling = ReadCeiling();
-  std::printf("read ceiling (sum over 1 GiB, %d threads): %.1f GB/s; small-M ISA %s, cut-over M<=%d\n",
+  std::printf("read ceiling (sum over 1 GiB, %d threads): %.1f GB/s; small-M ISA %s, cut-over M<=%d (bf16/q8_0: M<=%d)\n",
               ThreadPool::Shared().num_threads(), ceiling / 1e9, cpu::SmallMIsa(),
-              cpu::SmallMMaxRows());
+              cpu::SmallMMaxRows(), cpu::SmallMMaxRows(DType::kBFloat16));
   std::printf("GB/s of the weights' stored bytes (%% of the ceiling); bf16 and q8_0: the small-M\n"
               "kernel, and above the cut-over Linear's float32 panels for sgemm\n");
   std::printf("%-20s %3s  %16s  %16s  %16s  %16s  %16s  %16s  %16s\n", "shape", "M", "f32 sgemm",
@@ -143,7 +143,7 @@ void Run() {
           std::snprintf(lower[d], sizeof lower[d], "%.1f (%.0f%%)", gbs(kernel),
                         100 * gbs(kernel) * 1e9 / ceiling);
           std::snprintf(linear[d], sizeof linear[d], "-");
-          if (m > cpu::SmallMMaxRows()) {
+          if (m > cpu::SmallMMaxRows(dtype)) {
             const double panels = BestSeconds(reps, [&](int i) {
               void* wi = const_cast<uint8_t*>(stored.data()) + bytes * (i % copies);
               cpu::Linear(Tensor(x.data(), DType::kFloat32, {m, s.k}), Tensor(wi, dtype, {s.n, s.k}),
