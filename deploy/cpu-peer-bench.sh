@@ -8,8 +8,13 @@
 # bench measured in the same runs, and the load average before and after.
 # Not part of CI (building llama.cpp takes ~10-40 minutes on 2 cores).
 #
+# llama.cpp is llama-batched-bench built by deploy/build-llamacpp.sh; with
+# LLAMACPP_VENV set to a venv holding llama-cpp-python (pip-built from the
+# same sdist, as tools/compare-llamacpp.sh makes it), its libllama is driven
+# by tools/llamacpp_batched_bench.py instead: the same loop, no extra build.
+#
 #   deploy/cpu-peer-bench.sh [BUILD_DIR]      (kvserve built there: cpu_decode_bench)
-#   ROUNDS=3 BATCHES=1,8,32 PROMPT=64 NEW_TOKENS=32 PREFILL=512 TYPES="f32 bf16 q8_0"
+#   ROUNDS=2 BATCHES=1,8,32 PROMPT=32 NEW_TOKENS=16 PREFILL=512 TYPES="f32 bf16 q8_0"
 #   SHAPE=tinyllama THREADS=2 PEER_BENCH_CACHE=BUILD_DIR/peer-bench
 #
 # Both engines: THREADS threads, float32 activations and accumulation over the
@@ -19,10 +24,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
-ROUNDS=${ROUNDS:-3}
+ROUNDS=${ROUNDS:-2}
 BATCHES=${BATCHES:-1,8,32}
-PROMPT=${PROMPT:-64}
-NEW_TOKENS=${NEW_TOKENS:-32}
+PROMPT=${PROMPT:-32}
+NEW_TOKENS=${NEW_TOKENS:-16}
 PREFILL=${PREFILL:-512}
 TYPES=${TYPES:-f32 bf16 q8_0}
 SHAPE=${SHAPE:-tinyllama}
@@ -31,7 +36,12 @@ CACHE=${PEER_BENCH_CACHE:-$BUILD/peer-bench}
 KVSERVE_BENCH="$BUILD/tests/bench/cpu_decode_bench"
 [ -x "$KVSERVE_BENCH" ] || { echo "build cpu_decode_bench in $BUILD first" >&2; exit 2; }
 
-LLAMA_BIN=$(deploy/build-llamacpp.sh "$CACHE")
+if [ -n "${LLAMACPP_VENV:-}" ]; then
+  LLAMA_BENCH=("$LLAMACPP_VENV/bin/python" tools/llamacpp_batched_bench.py)
+else
+  LLAMA_BENCH=("$(deploy/build-llamacpp.sh "$CACHE")/llama-batched-bench" -b 2048 -ub 512 -tb "$THREADS"
+               --output-format jsonl)
+fi
 VENV="$CACHE/gguf-venv"
 tests/tools/setup_reference_venv.sh "$VENV"  # the gguf package and NumPy
 for t in $TYPES; do
@@ -50,16 +60,16 @@ uptime > "$OUT/load-before"
 cat "$OUT/load-before"
 run_kvserve() {  # type round
   "$KVSERVE_BENCH" --model "$CACHE/$SHAPE-$1.gguf" --dtype auto --batches "$BATCHES" \
-    --prompt "$PROMPT" --new_tokens "$NEW_TOKENS" --prefill "$PREFILL" \
+    --prompt "$PROMPT" --new_tokens "$NEW_TOKENS" --prefill "$PREFILL" --prefill_runs 1 \
     --json "$OUT/kvserve-$1-$2.json" > "$OUT/kvserve-$1-$2.log" 2>&1
 }
 run_llamacpp() {  # type round
-  "$LLAMA_BIN/llama-batched-bench" -m "$CACHE/$SHAPE-$1.gguf" -c "$CTX" -b 2048 -ub 512 \
-    -t "$THREADS" -tb "$THREADS" -npp "$PROMPT" -ntg "$NEW_TOKENS" -npl "$BATCHES" \
-    --output-format jsonl > "$OUT/llamacpp-$1-$2.jsonl" 2> "$OUT/llamacpp-$1-$2.log"
-  "$LLAMA_BIN/llama-batched-bench" -m "$CACHE/$SHAPE-$1.gguf" -c "$CTX" -b 2048 -ub 512 \
-    -t "$THREADS" -tb "$THREADS" -npp "$PREFILL" -ntg 1 -npl 1 \
-    --output-format jsonl > "$OUT/llamacpp-prefill-$1-$2.jsonl" 2>> "$OUT/llamacpp-$1-$2.log"
+  "${LLAMA_BENCH[@]}" -m "$CACHE/$SHAPE-$1.gguf" -c "$CTX" -t "$THREADS" \
+    -npp "$PROMPT" -ntg "$NEW_TOKENS" -npl "$BATCHES" \
+    > "$OUT/llamacpp-$1-$2.jsonl" 2> "$OUT/llamacpp-$1-$2.log"
+  "${LLAMA_BENCH[@]}" -m "$CACHE/$SHAPE-$1.gguf" -c "$CTX" -t "$THREADS" \
+    -npp "$PREFILL" -ntg 1 -npl 1 \
+    > "$OUT/llamacpp-prefill-$1-$2.jsonl" 2>> "$OUT/llamacpp-$1-$2.log"
 }
 for round in $(seq 1 "$ROUNDS"); do
   for t in $TYPES; do
