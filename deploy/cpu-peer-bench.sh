@@ -16,6 +16,7 @@
 #   deploy/cpu-peer-bench.sh [BUILD_DIR]      (kvserve built there: cpu_decode_bench)
 #   ROUNDS=2 BATCHES=1,8,32 PROMPT=32 NEW_TOKENS=16 PREFILL=512 TYPES="f32 bf16 q8_0"
 #   SHAPE=tinyllama THREADS=2 PEER_BENCH_CACHE=BUILD_DIR/peer-bench
+#   KVSERVE_BENCH=BUILD_DIR/tests/bench/cpu_decode_bench
 #
 # Both engines: THREADS threads, float32 activations and accumulation over the
 # stored weights. Differences that stay: llama.cpp keeps its KV cache in
@@ -33,7 +34,7 @@ TYPES=${TYPES:-f32 bf16 q8_0}
 SHAPE=${SHAPE:-tinyllama}
 THREADS=${THREADS:-2}
 CACHE=${PEER_BENCH_CACHE:-$BUILD/peer-bench}
-KVSERVE_BENCH="$BUILD/tests/bench/cpu_decode_bench"
+KVSERVE_BENCH=${KVSERVE_BENCH:-$BUILD/tests/bench/cpu_decode_bench}
 [ -x "$KVSERVE_BENCH" ] || { echo "build cpu_decode_bench in $BUILD first" >&2; exit 2; }
 
 if [ -n "${LLAMACPP_VENV:-}" ]; then
