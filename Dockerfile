@@ -25,4 +25,4 @@ USER kvserve
 EXPOSE 50051 8000 9464
 HEALTHCHECK --interval=10s --timeout=3s --start-period=60s --retries=3 \
   CMD ["kvserve-cli", "--target", "127.0.0.1:50051", "--timeout-s", "2", "health"]
-ENTRYPOINT ["kvserve", "--host", "0.0.0.0", "--port", "50051", "--metrics_port", "9464"]
+ENTRYPOINT ["kvserve", "--host", "0.0.0.0", "--port", "50051", "--metrics_port", "9464", "--metrics_host", "0.0.0.0"]

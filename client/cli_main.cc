@@ -9,6 +9,8 @@
 //   kvserve-cli --target HOST:PORT info
 //   kvserve-cli --target HOST:PORT tokenize --prompt TEXT
 //   kvserve-cli --target HOST:PORT health
+//   (any command) [--auth-token-file F | --auth-token T | $KVSERVE_AUTH_TOKEN]
+//                 [--tls [--tls-ca F] [--tls-client-cert F --tls-client-key F]]
 //
 // `generate` prints the text as it streams, then the time to first token and
 // tokens/s; with --json, one JSON object instead. --logprobs N adds each
@@ -24,6 +26,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "client/auth_token.h"
 #include "client/cli_chat.h"
 #include "client/cli_output.h"
 #include "client/client.h"
@@ -57,6 +60,13 @@ ABSL_FLAG(bool, tls, false, "Connect with TLS.");
 ABSL_FLAG(std::string, tls_ca, "", "PEM root certificates for --tls (default: system roots).");
 ABSL_FLAG(std::string, tls_server_name, "",
           "Name the server certificate must carry, when it differs from --target's host.");
+ABSL_FLAG(std::string, tls_client_cert, "",
+          "PEM client certificate, for a server with --tls_client_ca (with --tls_client_key).");
+ABSL_FLAG(std::string, tls_client_key, "", "PEM private key of --tls_client_cert.");
+ABSL_FLAG(std::string, auth_token_file, "",
+          "File holding the bearer token (its first line that is not a # comment).");
+ABSL_FLAG(std::string, auth_token, "",
+          "Bearer token (prefer --auth_token_file or $KVSERVE_AUTH_TOKEN: a flag shows in ps).");
 
 namespace kvserve {
 namespace {
@@ -218,6 +228,12 @@ int main(int argc, char** argv) {
   options.use_tls = absl::GetFlag(FLAGS_tls);
   options.tls_root_certs_file = absl::GetFlag(FLAGS_tls_ca);
   options.tls_server_name = absl::GetFlag(FLAGS_tls_server_name);
+  options.tls_client_cert_file = absl::GetFlag(FLAGS_tls_client_cert);
+  options.tls_client_key_file = absl::GetFlag(FLAGS_tls_client_key);
+  absl::StatusOr<std::string> token =
+      kvserve::ResolveAuthToken(absl::GetFlag(FLAGS_auth_token_file), absl::GetFlag(FLAGS_auth_token));
+  if (!token.ok()) return kvserve::Fail(token.status());
+  options.auth_token = *token;
   auto client = kvserve::Client::Connect(options);
   if (!client.ok()) return kvserve::Fail(client.status());
   if (command == "generate") return kvserve::Generate(**client);

@@ -45,16 +45,31 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const ClientOptions& opt
   if (options.retry.max_attempts < 1) {
     return absl::InvalidArgumentError("retry.max_attempts must be >= 1");
   }
+  if (options.auth_token.find_first_of("\r\n") != std::string::npos) {
+    return absl::InvalidArgumentError("auth_token: must be one line");
+  }
+  if (options.tls_client_cert_file.empty() != options.tls_client_key_file.empty()) {
+    return absl::InvalidArgumentError(
+        "tls_client_cert_file and tls_client_key_file must be given together");
+  }
+  if (!options.tls_client_cert_file.empty() && !options.use_tls) {
+    return absl::InvalidArgumentError("a TLS client certificate needs use_tls");
+  }
   std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
   if (options.use_tls) {
     grpc::SslCredentialsOptions ssl;
-    if (!options.tls_root_certs_file.empty()) {
-      std::ifstream in(options.tls_root_certs_file);
-      if (!in) return absl::InvalidArgumentError(absl::StrCat("cannot read ", options.tls_root_certs_file));
+    auto read = [](const std::string& path, std::string& out) -> absl::Status {
+      if (path.empty()) return absl::OkStatus();
+      std::ifstream in(path);
+      if (!in) return absl::InvalidArgumentError(absl::StrCat("cannot read ", path));
       std::ostringstream pem;
       pem << in.rdbuf();
-      ssl.pem_root_certs = pem.str();
-    }
+      out = pem.str();
+      return absl::OkStatus();
+    };
+    if (absl::Status s = read(options.tls_root_certs_file, ssl.pem_root_certs); !s.ok()) return s;
+    if (absl::Status s = read(options.tls_client_cert_file, ssl.pem_cert_chain); !s.ok()) return s;
+    if (absl::Status s = read(options.tls_client_key_file, ssl.pem_private_key); !s.ok()) return s;
     creds = grpc::SslCredentials(ssl);
   }
   std::unique_ptr<Client> client(new Client(options));
@@ -75,6 +90,12 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const ClientOptions& opt
 v1::Inference::Stub& Client::NextStub() { return *stubs_[next_.fetch_add(1) % stubs_.size()]; }
 
 void Client::PrepareContext(grpc::ClientContext& context, const CallOptions& options) const {
+  // Per-call metadata, not call credentials: gRPC sends call credentials
+  // only over TLS, and a token on a plaintext port (a sidecar's loopback) is
+  // the operator's choice.
+  if (!options_.auth_token.empty()) {
+    context.AddMetadata("authorization", "Bearer " + options_.auth_token);
+  }
   if (options.timeout != absl::InfiniteDuration()) {
     context.set_deadline(absl::ToChronoTime(absl::Now() + options.timeout));
   }

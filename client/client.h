@@ -43,6 +43,13 @@ struct ClientOptions {
   /// Name the server certificate must carry, when it differs from the target
   /// host (e.g. dialing 10.0.0.7:50051 for a certificate issued to kvserve.internal).
   std::string tls_server_name;
+  /// PEM client certificate chain and key, for servers that verify clients
+  /// (kvserve --tls_client_ca): both or neither; needs use_tls.
+  std::string tls_client_cert_file;
+  std::string tls_client_key_file;
+  /// Sent as "authorization: Bearer <auth_token>" on every kvserve.v1 call
+  /// (kvserve --auth_token_file); empty: none. Over plaintext it can be sniffed.
+  std::string auth_token;
   RetryPolicy retry;
 };
 

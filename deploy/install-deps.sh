@@ -16,7 +16,7 @@ BUILD_PACKAGES=(
   libabsl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenblas-dev
-  libcpp-httplib-dev
+  libcpp-httplib-dev  # HTTP client of kvserve-bench and the tests (the server uses Beast)
   prometheus-cpp-dev
   nlohmann-json3-dev
   libpcre2-dev

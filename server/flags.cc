@@ -13,6 +13,9 @@ ABSL_FLAG(std::string, host, "0.0.0.0", "Address to listen on.");
 ABSL_FLAG(int, port, 50051, "gRPC port (0: any free port).");
 ABSL_FLAG(int, metrics_port, 9464,
           "Prometheus /metrics HTTP port (0: any free port, -1: no metrics endpoint).");
+ABSL_FLAG(std::string, metrics_host, "127.0.0.1",
+          "Address the /metrics endpoint listens on (0.0.0.0: every interface). Loopback by "
+          "default: the metrics show load and request counts to anyone who can reach them.");
 ABSL_FLAG(std::string, device, "auto", "cpu, cuda, or auto (cuda when a GPU is present).");
 ABSL_FLAG(std::string, dtype, "auto",
           "Weights and activations on the GPU: float32, bfloat16, float16 or auto (bfloat16). "

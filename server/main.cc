@@ -23,6 +23,7 @@
 #include "engine/core/metrics/prometheus_stats_logger.h"
 #include "engine/loading/chat_template_file.h"
 #include "engine/loading/model_loader.h"
+#include "server/auth_flags.h"
 #include "server/backend_factory.h"
 #include "server/chat_setup.h"
 #include "server/flags.h"
@@ -70,6 +71,12 @@ int Run() {
   config.default_max_new_tokens = static_cast<uint32_t>(std::max(0, absl::GetFlag(FLAGS_default_max_new_tokens)));
   if (absl::Status s = config.Validate(); !s.ok()) {
     KV_LOG(ERROR) << s.message();
+    return 2;
+  }
+  // Before the model loads: a bad token file fails at once.
+  absl::StatusOr<std::shared_ptr<const BearerTokens>> auth = BearerTokensFromFlags();
+  if (!auth.ok()) {
+    KV_LOG(ERROR) << auth.status().message();
     return 2;
   }
 
@@ -137,9 +144,12 @@ int Run() {
 
   ServerOptions options;
   options.chat = chat->access;
+  options.auth = *auth;
+  options.tls_client_ca_file = absl::GetFlag(FLAGS_tls_client_ca);
   options.host = absl::GetFlag(FLAGS_host);
   options.port = absl::GetFlag(FLAGS_port);
   options.metrics_port = absl::GetFlag(FLAGS_metrics_port);
+  options.metrics_host = absl::GetFlag(FLAGS_metrics_host);
   options.shutdown_grace = absl::Seconds(absl::GetFlag(FLAGS_shutdown_grace_s));
   options.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
   options.tls_key_file = absl::GetFlag(FLAGS_tls_key);
@@ -154,6 +164,7 @@ int Run() {
   if (absl::GetFlag(FLAGS_http_port) >= 0) {
     http::HttpServerOptions http_options = HttpServerOptionsFromFlags();
     http_options.chat = chat->access;
+    http_options.auth = *auth;
     auto started = http::HttpServer::Start(http_options, **engine, (*server)->metrics());
     if (!started.ok()) {
       KV_LOG(ERROR) << started.status().message();
@@ -169,7 +180,7 @@ int Run() {
   KV_LOG(INFO) << "serving " << info.model_name << " on " << options.host << ":"
                << (*server)->port() << " (" << info.device << ", " << info.dtype << ")"
                << ((*server)->metrics_port() > 0
-                       ? absl::StrCat("; metrics on http://", options.host, ":",
+                       ? absl::StrCat("; metrics on http://", options.metrics_host, ":",
                                       (*server)->metrics_port(), "/metrics")
                        : std::string());
 

@@ -8,6 +8,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/logging.h"
+#include "server/library_logs.h"
+#include "server/parse_error_interceptor.h"
 
 namespace kvserve {
 namespace {
@@ -21,7 +23,12 @@ absl::StatusOr<std::string> ReadPem(const std::string& path, const char* flag) {
 }
 
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const ServerOptions& o) {
-  if (o.tls_cert_file.empty() && o.tls_key_file.empty()) return grpc::InsecureServerCredentials();
+  if (o.tls_cert_file.empty() && o.tls_key_file.empty()) {
+    if (!o.tls_client_ca_file.empty()) {
+      return absl::InvalidArgumentError("--tls_client_ca needs TLS: give --tls_cert and --tls_key");
+    }
+    return grpc::InsecureServerCredentials();
+  }
   if (o.tls_cert_file.empty() || o.tls_key_file.empty()) {
     return absl::InvalidArgumentError("--tls_cert and --tls_key must be given together");
   }
@@ -34,6 +41,12 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const Serve
   pair.cert_chain = *cert;
   pair.private_key = *key;
   ssl.pem_key_cert_pairs.push_back(pair);
+  if (!o.tls_client_ca_file.empty()) {
+    absl::StatusOr<std::string> ca = ReadPem(o.tls_client_ca_file, "tls_client_ca");
+    if (!ca.ok()) return ca.status();
+    ssl.pem_root_certs = *ca;
+    ssl.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+  }
   return grpc::SslServerCredentials(ssl);
 }
 
@@ -61,8 +74,17 @@ absl::StatusOr<std::unique_ptr<KvServer>> KvServer::Start(const ServerOptions& o
   grpc::ServerBuilder builder;
   const std::string address = absl::StrCat(options.host, ":", options.port);
   builder.AddListeningPort(address, *creds, &server->port_);
-  builder.RegisterService(&server->service_);
+  if (options.auth) {
+    server->auth_service_ = std::make_unique<AuthenticatingService>(server->service_, options.auth);
+    builder.RegisterService(server->auth_service_.get());
+  } else {
+    builder.RegisterService(&server->service_);
+  }
   ApplyGrpcLimits(options.grpc_limits, builder);
+  InstallLibraryLogHandlers();
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  interceptors.push_back(MakeParseErrorInterceptorFactory());
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->port_ == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", address));
@@ -76,7 +98,10 @@ absl::StatusOr<std::unique_ptr<KvServer>> KvServer::Start(const ServerOptions& o
         absl::Seconds(options.grpc_limits.malloc_trim_interval_s));
   }
   if (options.metrics_port >= 0) {
-    auto metrics = MetricsHttpServer::Start(options.host, options.metrics_port, registry);
+    MetricsHttpOptions metrics_options;
+    metrics_options.host = options.metrics_host;
+    metrics_options.port = options.metrics_port;
+    auto metrics = MetricsHttpServer::Start(metrics_options, registry);
     if (!metrics.ok()) {
       server->Shutdown();
       return metrics.status();

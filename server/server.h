@@ -10,6 +10,8 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "engine/core/engine.h"
+#include "server/auth/authenticating_service.h"
+#include "server/auth/bearer_tokens.h"
 #include "server/chat_mapping.h"
 #include "server/grpc_limits.h"
 #include "server/inference_service.h"
@@ -23,10 +25,17 @@ struct ServerOptions {
   std::string host = "0.0.0.0";
   int port = 50051;          // 0: any free port
   int metrics_port = 9464;   // 0: any free port; -1: no metrics endpoint
+  std::string metrics_host = "127.0.0.1";  // private by default (--metrics_host)
   /// On shutdown, in-flight requests get this long to finish before they are cancelled.
   absl::Duration shutdown_grace = absl::Seconds(5);
   std::string tls_cert_file;  // PEM; with tls_key_file, serve TLS instead of plaintext
   std::string tls_key_file;
+  /// PEM CA certificates: with TLS, every client must present a certificate
+  /// they signed (--tls_client_ca; docs/security.md).
+  std::string tls_client_ca_file;
+  /// Bearer tokens every kvserve.v1 call must carry (--auth_token_file);
+  /// null: no authentication. Health and reflection stay open.
+  std::shared_ptr<const BearerTokens> auth;
   /// Streams, memory, keepalive and connection lifetimes (the --grpc_* flags).
   GrpcLimits grpc_limits;
   /// Log each generation request's prompt (--log_prompts); never otherwise.
@@ -57,6 +66,7 @@ class KvServer {
   ServerOptions options_;
   ServerMetrics metrics_registry_;
   InferenceService service_;
+  std::unique_ptr<AuthenticatingService> auth_service_;  // wraps service_ when options.auth
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<MetricsHttpServer> metrics_;
   std::unique_ptr<MemoryTrimmer> trimmer_;  // when --malloc_trim_interval_s > 0

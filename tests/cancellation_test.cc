@@ -194,12 +194,16 @@ TEST(CancellationTest, NothingLeaksAndEveryStreamEnds) {
   auto outcome = [&](const char* name) {
     return server->Metric(std::string("kvserve_requests_total{api=\"grpc\",outcome=\"") + name + "\"}");
   };
-  EXPECT_TRUE(WaitUntil([&] { return outcome("cancelled") + outcome("deadline_exceeded") + outcome("length") == 170; },
+  // The server counts what reached it. The 100 cancelled after a token, the 5
+  // killed clients (they streamed) and the 20 completions reached it for sure;
+  // a queued or unary call cancelled, or a deadline that passed, before the
+  // call reached the server (on a loaded machine 50 ms may not be enough) is
+  // never seen there, so those are bounded, not exact. Nothing is counted twice.
+  EXPECT_TRUE(WaitUntil([&] { return outcome("cancelled") >= 105 && outcome("length") == 20; },
                         absl::Seconds(60)))
-      << "cancelled " << outcome("cancelled") << ", deadline_exceeded " << outcome("deadline_exceeded")
-      << ", length " << outcome("length");
-  EXPECT_EQ(outcome("cancelled"), 130);  // 100 + 20 + 5 unary + 5 killed clients
-  EXPECT_EQ(outcome("deadline_exceeded"), 20);
+      << "cancelled " << outcome("cancelled") << ", length " << outcome("length");
+  EXPECT_LE(outcome("cancelled"), 130);  // 100 + 20 + 5 unary + 5 killed clients
+  EXPECT_LE(outcome("deadline_exceeded"), 20);
   EXPECT_EQ(outcome("length"), 20);
   EXPECT_EQ(server->Metric("kvserve_kv_blocks_used"), 0);
   EXPECT_EQ(server->Metric("kvserve_requests_running"), 0);

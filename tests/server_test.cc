@@ -2,6 +2,9 @@
 // agree, concurrent requests all finish, every invalid input is refused with
 // INVALID_ARGUMENT naming the field, health and model info answer, text in
 // and text out work on the default model.
+#include <grpcpp/generic/generic_stub.h>
+
+#include <future>
 #include <thread>
 
 #include "absl/strings/match.h"
@@ -238,6 +241,28 @@ TEST_F(ServerTest, InvalidRequestsAreRefusedWithTheFieldAndTheLimit) {
   }
   EXPECT_GE(server_->Metric("kvserve_requests_total{api=\"grpc\",outcome=\"invalid_argument\"}"), 2.0 * cases.size());
   EXPECT_EQ(server_->Metric("kvserve_kv_blocks_used"), 0);
+}
+
+// Issue 13 item 6: a body that is not a GenerateRequest (here invalid UTF-8
+// in `text`) never reaches our handler; gRPC alone would answer
+// UNIMPLEMENTED with no message. In this binary so that TSan sees the
+// interceptor's hand-off between gRPC's threads (tests/errors/ has the rest).
+TEST_F(ServerTest, UnparseableBodyIsInvalidArgumentNamingTheMessageAndField) {
+  auto channel = grpc::CreateChannel(server_->target(), grpc::InsecureChannelCredentials());
+  grpc::GenericStub stub(channel);
+  const char kTextWithInvalidUtf8[] = {0x12, 0x02, char(0xc3), 0x28};  // field 2, "\xc3("
+  grpc::Slice slice(kTextWithInvalidUtf8, sizeof(kTextWithInvalidUtf8));
+  grpc::ByteBuffer request(&slice, 1);
+  grpc::ByteBuffer response;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+  std::promise<grpc::Status> done;
+  stub.UnaryCall(&context, "/kvserve.v1.Inference/Generate", grpc::StubOptions(), &request,
+                 &response, [&](grpc::Status status) { done.set_value(std::move(status)); });
+  const grpc::Status status = done.get_future().get();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << status.error_message();
+  EXPECT_THAT(status.error_message(), HasSubstr("not a valid kvserve.v1.GenerateRequest"));
+  EXPECT_THAT(status.error_message(), HasSubstr("kvserve.v1.GenerateRequest.text"));
 }
 
 // Issue 13 item 2: a long client id repeated in every message multiplied the

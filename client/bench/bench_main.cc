@@ -18,6 +18,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "client/auth_token.h"
 #include "client/bench/cold_warm.h"
 #include "client/bench/load_runner.h"
 #include "client/bench/report.h"
@@ -62,6 +63,15 @@ ABSL_FLAG(std::string, json_out, "", "Write the JSON report here.");
 ABSL_FLAG(std::string, plot_out, "", "Write a throughput-latency PNG here (gnuplot).");
 ABSL_FLAG(bool, tls, false, "Connect with TLS.");
 ABSL_FLAG(std::string, tls_ca, "", "PEM root certificates for --tls.");
+ABSL_FLAG(std::string, tls_server_name, "",
+          "Name the server certificate must carry, when it differs from --target's host.");
+ABSL_FLAG(std::string, tls_client_cert, "",
+          "PEM client certificate, for a server with --tls_client_ca (with --tls_client_key).");
+ABSL_FLAG(std::string, tls_client_key, "", "PEM private key of --tls_client_cert.");
+ABSL_FLAG(std::string, auth_token_file, "",
+          "File holding the bearer token (its first line that is not a # comment).");
+ABSL_FLAG(std::string, auth_token, "",
+          "Bearer token (prefer --auth_token_file or $KVSERVE_AUTH_TOKEN: a flag shows in ps).");
 ABSL_FLAG(bool, progress, true, "Print a progress line while running.");
 
 namespace kvserve::bench {
@@ -173,6 +183,16 @@ int Run() {
   options.targets = config->targets;
   options.use_tls = config->use_tls;
   options.tls_root_certs_file = config->tls_ca;
+  options.tls_server_name = absl::GetFlag(FLAGS_tls_server_name);
+  options.tls_client_cert_file = absl::GetFlag(FLAGS_tls_client_cert);
+  options.tls_client_key_file = absl::GetFlag(FLAGS_tls_client_key);
+  absl::StatusOr<std::string> token =
+      ResolveAuthToken(absl::GetFlag(FLAGS_auth_token_file), absl::GetFlag(FLAGS_auth_token));
+  if (!token.ok()) {
+    std::cerr << "kvserve-bench: " << token.status().message() << "\n";
+    return 2;
+  }
+  options.auth_token = *token;
   auto client = Client::Connect(options);
   if (!client.ok()) {
     std::cerr << "kvserve-bench: " << client.status().message() << "\n";

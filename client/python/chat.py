@@ -23,14 +23,16 @@ import time
 
 import grpc
 from kvserve.v1 import inference_pb2, inference_pb2_grpc
+from kvserve_auth import add_auth_arguments, call_metadata
 
 
 class Chat:
     """A conversation: send() streams the answer and keeps both turns."""
 
     def __init__(self, stub, system=None, max_tokens=256, temperature=0.0, seed=None,
-                 timeout_s=120.0):
+                 timeout_s=120.0, metadata=()):
         self.stub = stub
+        self.metadata = metadata  # per-call metadata: the bearer token, if any
         self.system = system
         self.max_tokens = max_tokens
         self.temperature = temperature
@@ -58,7 +60,8 @@ class Chat:
         """Yields the answer's text as it streams; the history grows once it ends."""
         request = self.request(user_text)
         pieces = []
-        for message in self.stub.ChatStream(request, timeout=self.timeout_s):
+        for message in self.stub.ChatStream(request, timeout=self.timeout_s,
+                                            metadata=self.metadata):
             pieces.append(message.text)
             self.last = message
             yield message.text
@@ -68,7 +71,8 @@ class Chat:
     def render(self, user_text):
         render = inference_pb2.ApplyChatTemplateRequest()
         render.messages.extend(self.request(user_text).messages)
-        return self.stub.ApplyChatTemplate(render, timeout=self.timeout_s)
+        return self.stub.ApplyChatTemplate(render, timeout=self.timeout_s,
+                                           metadata=self.metadata)
 
 
 def answer(chat, text, as_json):
@@ -112,12 +116,13 @@ def main():
     parser.add_argument("--show-prompt", action="store_true",
                         help="print the rendered prompt and its token ids, do not answer")
     parser.add_argument("--json", action="store_true")
+    add_auth_arguments(parser)
     args = parser.parse_args()
 
     with grpc.insecure_channel(args.target) as channel:
         chat = Chat(inference_pb2_grpc.InferenceStub(channel), system=args.system,
                     max_tokens=args.max_tokens, temperature=args.temperature, seed=args.seed,
-                    timeout_s=args.timeout_s)
+                    timeout_s=args.timeout_s, metadata=call_metadata(args))
         try:
             if args.show_prompt:
                 rendered = chat.render(args.message or "")

@@ -4,7 +4,8 @@ proto/kvserve/v1/inference.proto by protoc and grpc_python_plugin (the build
 writes them to build/python; put that directory on PYTHONPATH).
 
     PYTHONPATH=build/python python3 client/python/generate.py \
-        --target localhost:50051 --prompt "Hello" --max-tokens 32
+        --target localhost:50051 --prompt "Hello" --max-tokens 32 \
+        [--auth-token-file FILE]
 
 Prints the text as it arrives (or the token ids, for --prompt-ids), then a
 summary line; --json prints one JSON object instead.
@@ -16,6 +17,7 @@ import time
 
 import grpc
 from kvserve.v1 import inference_pb2, inference_pb2_grpc
+from kvserve_auth import add_auth_arguments, call_metadata
 
 
 def build_request(args):
@@ -62,7 +64,9 @@ def main():
     parser.add_argument("--unary", action="store_true", help="use Generate instead of GenerateStream")
     parser.add_argument("--timeout-s", type=float, default=60.0)
     parser.add_argument("--json", action="store_true")
+    add_auth_arguments(parser)
     args = parser.parse_args()
+    metadata = call_metadata(args)
 
     with grpc.insecure_channel(args.target) as channel:
         stub = inference_pb2_grpc.InferenceStub(channel)
@@ -73,14 +77,15 @@ def main():
         request_id = ""  # a stream carries it in its first message only
         try:
             if args.unary:
-                last = stub.Generate(request, timeout=args.timeout_s)
+                last = stub.Generate(request, timeout=args.timeout_s, metadata=metadata)
                 first = time.monotonic()
                 request_id = last.request_id
                 token_ids.extend(last.token_ids)
                 text.append(last.text)
                 logprobs.extend(last.logprobs)
             else:
-                for message in stub.GenerateStream(request, timeout=args.timeout_s):
+                for message in stub.GenerateStream(request, timeout=args.timeout_s,
+                                                   metadata=metadata):
                     if first is None:
                         first = time.monotonic()
                         request_id = message.request_id

@@ -160,6 +160,14 @@ void HttpConnection::OnRequest(beast::error_code ec) {
   }
   bhttp::request<bhttp::string_body> request = parser_->release();
   keep_alive_ = request.keep_alive();
+  std::vector<std::string_view> authorization;
+  for (auto [it, end] = request.equal_range(bhttp::field::authorization); it != end; ++it) {
+    authorization.emplace_back(it->value().data(), it->value().size());
+  }
+  if (auto denied = service_.Authenticate(std::string(request.target()), authorization)) {
+    Reply(*denied);
+    return;
+  }
   auto notify = [weak = weak_from_this(), gate = gate_] { gate->NotifyCallEvents(weak); };
   auto result = service_.Handle(std::string(request.method_string()),
                                 std::string(request.target()), request.body(), notify);
@@ -178,6 +186,9 @@ void HttpConnection::Reply(const HttpReply& reply) {
   response->set(bhttp::field::content_type, reply.content_type);
   if (reply.retry_after_s > 0) {
     response->set(bhttp::field::retry_after, std::to_string(reply.retry_after_s));
+  }
+  if (!reply.www_authenticate.empty()) {
+    response->set(bhttp::field::www_authenticate, reply.www_authenticate);
   }
   response->keep_alive(keep_alive_);
   response->body() = reply.body;
@@ -256,7 +267,7 @@ void HttpConnection::OnCallEvents() {
       AppendChunk(builder_->End());
       AppendLastChunk();
     } else {
-      Reply(HttpReply{200, "application/json", DumpJson(builder_->Response()), 0});
+      Reply(HttpReply{200, "application/json", DumpJson(builder_->Response()), 0, ""});
     }
   }
   if (streaming_) WriteOut();

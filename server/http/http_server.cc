@@ -42,7 +42,9 @@ class HttpServerImpl {
                                                    : options.served_model_name,
                  tracker_),
         ioc_(options.io_threads),
-        acceptor_(net::make_strand(ioc_)) {}
+        acceptor_(net::make_strand(ioc_)) {
+    if (options.auth) service_.RequireBearerTokens(options.auth);
+  }
 
   absl::Status Listen(const std::string& host, int port) {
     boost::system::error_code ec;

@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "engine/core/engine.h"
+#include "server/auth/bearer_tokens.h"
 #include "server/chat_mapping.h"
 #include "server/http/http_limits.h"
 #include "server/server_metrics.h"
@@ -25,6 +26,8 @@ struct HttpServerOptions {
   std::string served_model_name;  // empty: the model's name
   HttpLimits limits;
   ChatAccess chat;
+  /// Bearer tokens every request but GET /health must carry; null: none needed.
+  std::shared_ptr<const BearerTokens> auth;
 };
 
 class HttpServerImpl;

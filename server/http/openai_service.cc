@@ -10,7 +10,7 @@ namespace kvserve::http {
 namespace {
 
 HttpReply JsonReply(int status, const nlohmann::json& body) {
-  return HttpReply{status, "application/json", DumpJson(body), 0};
+  return HttpReply{status, "application/json", DumpJson(body), 0, ""};
 }
 
 }  // namespace
@@ -92,7 +92,13 @@ std::variant<HttpReply, StartedGeneration> OpenAiService::Generate(Endpoint endp
   if (chat) {
     absl::StatusOr<ChatPrompt> prompt =
         RenderChat(chat_, r.chat.messages(), /*tools_json=*/"", /*add_generation_prompt=*/true);
-    if (!prompt.ok()) return Fail(ToHttpError(prompt.status(), names));
+    if (!prompt.ok()) {
+      HttpError error = ToHttpError(prompt.status(), names);
+      // The conversation is at fault, also when the template refuses it
+      // ("chat template: Unknown role: robot").
+      if (error.code == absl::StatusCode::kInvalidArgument) error.param = "messages";
+      return Fail(error);
+    }
     *r.chat.mutable_sampling() = r.generate.sampling();
     *r.chat.mutable_stopping() = r.generate.stopping();
     generate = ToGenerateRequest(r.chat, *prompt, *chat_.formatter);

@@ -11,10 +11,14 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
+#include <vector>
 
 #include "engine/core/engine.h"
+#include "server/auth/bearer_tokens.h"
 #include "server/chat_mapping.h"
 #include "server/http/generation_call.h"
 #include "server/http/openai_error.h"
@@ -28,6 +32,7 @@ struct HttpReply {
   std::string content_type = "application/json";
   std::string body;
   int retry_after_s = 0;  // > 0: a Retry-After header
+  std::string www_authenticate;  // non-empty: a WWW-Authenticate header (401)
 };
 
 /// A generation the engine is running; the connection feeds `builder` with
@@ -49,6 +54,14 @@ class OpenAiService {
                                                     const std::string& body,
                                                     std::function<void()> notify);
 
+  /// Before serving (not synchronized): every request but GET /health needs one of `tokens` as
+  /// "Authorization: Bearer <token>" (openai_auth.cc).
+  void RequireBearerTokens(std::shared_ptr<const BearerTokens> tokens) { auth_ = std::move(tokens); }
+  /// Before Handle: the 401 reply, or nullopt when the request may go on.
+  /// `authorization`: every Authorization header's value (more than one is refused).
+  std::optional<HttpReply> Authenticate(const std::string& target,
+                                        const std::vector<std::string_view>& authorization) const;
+
   /// Draining: /health and new generations answer 503.
   void BeginDrain() { draining_.store(true); }
   bool draining() const { return draining_.load(); }
@@ -68,6 +81,7 @@ class OpenAiService {
   ServerMetrics& metrics_;
   std::string served_model_name_;
   std::shared_ptr<CallTracker> tracker_;
+  std::shared_ptr<const BearerTokens> auth_;  // null: no authentication
   std::atomic<bool> draining_{false};
   std::atomic<uint64_t> next_id_{1};
   int64_t started_at_ = 0;  // Unix seconds: /v1/models' "created"

@@ -325,6 +325,47 @@ class HttpApiTest(unittest.TestCase):
             "top_logprobs": 50}), 400, "top_logprobs")
         self.assertIn("20", error["message"])
 
+    def test_errors_doc_rows(self):
+        """docs/errors.md's HTTP rows not covered by the tests above."""
+        chat = "/v1/chat/completions"
+        user = [{"role": "user", "content": "Hi"}]
+        cases = [
+            ("several_prompts", "/v1/completions", {"prompt": ["a", "b"]}, "prompt",
+             "send one request per prompt"),
+            ("max_tokens_zero", "/v1/completions", {"prompt": "Hi", "max_tokens": 0},
+             "max_tokens", "[1, "),
+            ("too_many_stop_strings", "/v1/completions", {"prompt": "Hi", "stop": ["x"] * 17},
+             "stop", "at most 16"),
+            ("stream_options_not_an_object", "/v1/completions",
+             {"prompt": "Hi", "stream_options": 1}, "stream_options", "an object"),
+            ("chat_no_messages", chat, {"messages": []}, "messages", "at least one"),
+            ("chat_part_not_text", chat,
+             {"messages": [{"role": "user", "content": [{"type": "image_url"}]}]},
+             "messages", "only text parts"),
+            ("chat_template_refuses", chat, {"messages": [{"role": "robot", "content": "x"}]},
+             "messages", "Unknown role: robot"),
+            ("top_logprobs_without_logprobs", chat, {"messages": user, "top_logprobs": 2},
+             "top_logprobs", "needs logprobs: true"),
+        ]
+        for row, path, body, param, message in cases:
+            with self.subTest(row=row):
+                error = self.assert_error(self.client.post(path, {"model": MODEL, **body}), 400,
+                                          param)
+                self.assertIn(message, error["message"])
+        # Invalid UTF-8 inside a JSON string: the body is not valid JSON.
+        with self.subTest(row="invalid_utf8"):
+            self.assert_error(self.client.post("/v1/completions", b'{"prompt": "\xc3\x28"}'),
+                              400, "body")
+        # A request line that is not HTTP/1.1: 400 and the connection closed.
+        with self.subTest(row="malformed_http"):
+            with socket.create_connection(("127.0.0.1", self.port), timeout=DEADLINE_S) as s:
+                s.sendall(b"NOT HTTP\r\n\r\n")
+                reply = b""
+                while chunk := s.recv(4096):
+                    reply += chunk
+            self.assertTrue(reply.startswith(b"HTTP/1.1 400"), reply)
+            self.assertIn(b"malformed HTTP request", reply)
+
     def test_malformed_bodies_and_paths(self):
         self.assert_error(self.client.post("/v1/completions", "{not json"), 400, "body")
         self.assert_error(self.client.post("/v1/completions", "[1, 2]"), 400, "body")
@@ -425,6 +466,12 @@ class QueueFullAndDrainingTest(unittest.TestCase):
             self.assertEqual(status, 429, body)
             self.assertEqual(body["error"]["type"], "rate_limit_error")
             self.assertEqual(response.getheader("Retry-After"), "1")
+
+            # This server has no chat template: chat is a 400 naming why.
+            status, _, body = client.post("/v1/chat/completions",
+                                          {"messages": [{"role": "user", "content": "Hi"}]})
+            self.assertEqual(status, 400, body)
+            self.assertIn("chat is not available", body["error"]["message"])
 
             # Draining: the held stream keeps the server in its grace period.
             server.send_signal(signal.SIGTERM)

@@ -166,6 +166,29 @@ TEST_F(HttpServerTest, ShutdownCancelsStreamsInFlightAndReturns) {
   EXPECT_EQ(server_->engine->num_used_blocks(), 0);
 }
 
+// docs/errors.md: a stream that fails after its 200 went out ends with an
+// error event and [DONE]. The engine stopping under a running stream is the
+// failure a test can cause (UNAVAILABLE: "the server is shutting down").
+TEST_F(HttpServerTest, StreamThatFailsMidwayEndsWithAnErrorEventAndDone) {
+  StreamResult result;
+  std::thread client([&] {
+    result = Stream(json{{"prompt", "Hi"}, {"max_tokens", 2000}, {"ignore_eos", true},
+                         {"stream", true}});
+  });
+  ASSERT_TRUE(WaitFor([&] {
+    return server_->engine->num_live_requests() == 1 && server_->engine->num_used_blocks() > 0;
+  }));
+  server_->engine->Stop();
+  client.join();
+  EXPECT_EQ(result.status, 200);
+  EXPECT_TRUE(result.done);
+  ASSERT_FALSE(result.chunks.empty());
+  const json& last = result.chunks.back();
+  ASSERT_TRUE(last.contains("error")) << last.dump();
+  EXPECT_EQ(last["error"]["type"], "service_unavailable");
+  EXPECT_THAT(last["error"]["message"].get<std::string>(), HasSubstr("shutting down"));
+}
+
 TEST_F(HttpServerTest, NonStreamingRepliesInParallel) {
   std::vector<std::thread> threads;
   std::atomic<int> ok{0};

@@ -17,7 +17,7 @@ except ImportError:  # the venv fixture could not reach PyPI
     print("the `openai` package is not installed (offline?): skipped")
     sys.exit(SKIP)
 
-API_KEY = "kvserve-needs-no-key"  # the client insists on one; kvserve ignores it
+API_KEY = "kvserve-needs-no-key"  # the client insists on one; kvserve without --auth_token_file ignores it
 CLIENT_TIMEOUT_S = 300
 
 
@@ -44,6 +44,8 @@ class ServerTestCase(unittest.TestCase):
     the served model's name as GET /v1/models lists it. On teardown every KV
     block must be back in the pool (no request leaked one)."""
 
+    api_key = API_KEY  # what the client sends as "Authorization: Bearer <api_key>"
+
     @classmethod
     def server_flags(cls):
         return tiny_chat_model_flags()
@@ -53,7 +55,7 @@ class ServerTestCase(unittest.TestCase):
         cls.server = KvserveServer(*cls.server_flags())
         cls.server.start()
         # No retries: a 429 or 5xx must reach the test, not be retried away.
-        cls.client = openai.OpenAI(base_url=cls.server.base_url, api_key=API_KEY,
+        cls.client = openai.OpenAI(base_url=cls.server.base_url, api_key=cls.api_key,
                                    max_retries=0, timeout=CLIENT_TIMEOUT_S)
         models = cls.client.models.list().data
         assert len(models) == 1, models
