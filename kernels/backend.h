@@ -49,15 +49,25 @@ class Backend {
 
   /// "cpu" or "cuda".
   virtual std::string name() const = 0;
-  /// The dtype the model computes in on this backend (weights, activations, KV).
+  /// The dtype the model computes in on this backend (activations, KV, and
+  /// the weights unless MatrixWeightDType says otherwise).
   virtual DType compute_dtype() const = 0;
+  /// The dtype this backend keeps a weight matrix in (a Linear's weight, the
+  /// embedding table) when the checkpoint stores it as `stored`: the compute
+  /// dtype by default; the CPU backend may keep bfloat16 and Q8_0 weights
+  /// (docs/cpu_weight_dtypes.md). Upload converts to it.
+  virtual DType MatrixWeightDType(DType stored) const {
+    (void)stored;
+    return compute_dtype();
+  }
 
   // Memory. Copies are ordered with the ops; CopyToHost waits for them.
   virtual absl::StatusOr<DeviceBufferPtr> Allocate(size_t bytes) = 0;
   virtual absl::Status CopyToDevice(const void* host, size_t bytes, void* device) = 0;
   virtual absl::Status CopyToHost(const void* device, size_t bytes, void* host) = 0;
   /// Copies `dst.numel()` host elements of type `src_dtype` into `dst`,
-  /// converting between float types (weights arrive as f32, f16 or bf16).
+  /// converting between float types (weights arrive as f32, f16, bf16, or
+  /// Q8_0 where MatrixWeightDType keeps it).
   virtual absl::Status Upload(const void* host, DType src_dtype, Tensor dst) = 0;
   virtual absl::Status Synchronize() = 0;
   /// Free and total memory of the device right now. Unimplemented on the

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "kernels/q8_0.h"
 
 namespace kvserve {
 
@@ -12,8 +13,14 @@ size_t DTypeSize(DType dtype) {
     case DType::kFloat16: return 2;
     case DType::kBFloat16: return 2;
     case DType::kInt32: return 4;
+    case DType::kQ8_0: return sizeof(BlockQ8_0);
   }
   return 0;
+}
+
+size_t DTypeBytes(DType dtype, int64_t count) {
+  if (dtype == DType::kQ8_0) return static_cast<size_t>(count / kQ8_0BlockSize) * sizeof(BlockQ8_0);
+  return static_cast<size_t>(count) * DTypeSize(dtype);
 }
 
 absl::string_view DTypeName(DType dtype) {
@@ -22,6 +29,7 @@ absl::string_view DTypeName(DType dtype) {
     case DType::kFloat16: return "float16";
     case DType::kBFloat16: return "bfloat16";
     case DType::kInt32: return "int32";
+    case DType::kQ8_0: return "q8_0";
   }
   return "unknown";
 }
@@ -90,10 +98,14 @@ absl::Status ConvertToFloat32(const void* src, DType src_dtype, int64_t count, f
       for (int64_t i = 0; i < count; ++i) dst[i] = HalfToFloat(in[i]);
       return absl::OkStatus();
     }
+    case DType::kQ8_0:
+      if (count % kQ8_0BlockSize != 0) break;
+      DequantizeQ8_0(static_cast<const BlockQ8_0*>(src), count, dst);
+      return absl::OkStatus();
     case DType::kInt32: break;
   }
   return absl::InvalidArgumentError(
-      absl::StrCat("cannot convert ", DTypeName(src_dtype), " to float32"));
+      absl::StrCat("cannot convert ", count, " elements of ", DTypeName(src_dtype), " to float32"));
 }
 
 absl::Status ConvertFromFloat32(const float* src, int64_t count, DType dst_dtype, void* dst) {
@@ -111,10 +123,14 @@ absl::Status ConvertFromFloat32(const float* src, int64_t count, DType dst_dtype
       for (int64_t i = 0; i < count; ++i) out[i] = FloatToHalf(src[i]);
       return absl::OkStatus();
     }
+    case DType::kQ8_0:
+      if (count % kQ8_0BlockSize != 0) break;
+      QuantizeQ8_0(src, count, static_cast<BlockQ8_0*>(dst));
+      return absl::OkStatus();
     case DType::kInt32: break;
   }
   return absl::InvalidArgumentError(
-      absl::StrCat("cannot convert float32 to ", DTypeName(dst_dtype)));
+      absl::StrCat("cannot convert ", count, " float32 values to ", DTypeName(dst_dtype)));
 }
 
 }  // namespace kvserve

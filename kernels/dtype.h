@@ -9,11 +9,15 @@
 
 namespace kvserve {
 
-enum class DType : uint8_t { kFloat32, kFloat16, kBFloat16, kInt32 };
+// kQ8_0 is a block format (kernels/q8_0.h: 32 weights in 34 bytes), only
+// for weight matrices on the CPU backend; its rows are whole blocks.
+enum class DType : uint8_t { kFloat32, kFloat16, kBFloat16, kInt32, kQ8_0 };
 
-/// Bytes per element.
+/// Bytes per element; for kQ8_0, bytes per 32-element block.
 size_t DTypeSize(DType dtype);
-/// "float32", "float16", "bfloat16", "int32".
+/// Bytes of `count` elements (for kQ8_0, count / 32 blocks).
+size_t DTypeBytes(DType dtype, int64_t count);
+/// "float32", "float16", "bfloat16", "int32", "q8_0".
 absl::string_view DTypeName(DType dtype);
 /// Parses the names above (and "fp32", "bf16", "fp16", "half").
 absl::StatusOr<DType> ParseDType(absl::string_view name);

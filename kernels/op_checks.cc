@@ -9,7 +9,16 @@ absl::Status Mismatch(absl::string_view op, absl::string_view what, const Tensor
   return absl::InvalidArgumentError(absl::StrCat(op, ": ", what, " (got ", t.DebugString(), ")"));
 }
 
-bool IsFloat(DType d) { return d != DType::kInt32; }
+bool IsFloat(DType d) {
+  return d == DType::kFloat32 || d == DType::kBFloat16 || d == DType::kFloat16;
+}
+
+// Whether a [rows, cols] weight of `w` may be used with activations of `x`.
+bool WeightDTypeOk(DType w, DType x, int64_t cols, WeightDTypes accepted) {
+  if (w == x) return true;
+  if (accepted != WeightDTypes::kAlsoBf16AndQ8_0 || x != DType::kFloat32) return false;
+  return w == DType::kBFloat16 || (w == DType::kQ8_0 && cols % 32 == 0);
+}
 
 absl::Status CheckAttentionShape(absl::string_view op, const AttentionShape& s) {
   if (s.num_heads <= 0 || s.num_kv_heads <= 0 || s.head_dim <= 0 ||
@@ -54,12 +63,17 @@ absl::Status CheckInt32(absl::string_view op, absl::string_view name, const Tens
 
 }  // namespace
 
-absl::Status CheckEmbedding(Tensor ids, Tensor table, Tensor out) {
+absl::Status CheckEmbedding(Tensor ids, Tensor table, Tensor out, WeightDTypes accepted) {
   if (ids.dtype != DType::kInt32 || ids.rank != 1) return Mismatch("Embedding", "ids [T] int32", ids);
   if (table.rank != 2) return Mismatch("Embedding", "table [V, hidden]", table);
-  if (out.rank != 2 || out.dim(0) != ids.dim(0) || out.dim(1) != table.dim(1) ||
-      out.dtype != table.dtype) {
-    return Mismatch("Embedding", "out [T, hidden] of the table's dtype", out);
+  if (out.rank != 2 || out.dim(0) != ids.dim(0) || out.dim(1) != table.dim(1) || !IsFloat(out.dtype) ||
+      !WeightDTypeOk(table.dtype, out.dtype, table.dim(1), accepted)) {
+    return Mismatch("Embedding",
+                    accepted == WeightDTypes::kComputeOnly
+                        ? "out [T, hidden] of the table's dtype"
+                        : "out [T, hidden] of the table's dtype, or float32 for a bfloat16 or "
+                          "q8_0 table (hidden a multiple of 32)",
+                    out);
   }
   return absl::OkStatus();
 }
@@ -85,10 +99,17 @@ absl::Status CheckAddRmsNorm(Tensor residual, Tensor x, Tensor weight, Tensor ou
   return absl::OkStatus();
 }
 
-absl::Status CheckLinear(Tensor x, Tensor weight, Tensor bias, Tensor out) {
+absl::Status CheckLinear(Tensor x, Tensor weight, Tensor bias, Tensor out,
+                         WeightDTypes accepted) {
   if (x.rank != 2 || !IsFloat(x.dtype)) return Mismatch("Linear", "x [T, K]", x);
-  if (weight.rank != 2 || weight.dim(1) != x.dim(1) || weight.dtype != x.dtype) {
-    return Mismatch("Linear", absl::StrCat("weight [N, ", x.dim(1), "] of x's dtype"), weight);
+  if (weight.rank != 2 || weight.dim(1) != x.dim(1) ||
+      !WeightDTypeOk(weight.dtype, x.dtype, weight.dim(1), accepted)) {
+    return Mismatch("Linear",
+                    absl::StrCat("weight [N, ", x.dim(1), "] of x's dtype",
+                                 accepted == WeightDTypes::kComputeOnly
+                                     ? ""
+                                     : ", or bfloat16 or q8_0 (K a multiple of 32) with float32 x"),
+                    weight);
   }
   if (!bias.empty() && (bias.rank != 1 || bias.dim(0) != weight.dim(0) || bias.dtype != x.dtype)) {
     return Mismatch("Linear", "bias [N] of x's dtype", bias);

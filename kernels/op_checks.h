@@ -8,10 +8,17 @@
 
 namespace kvserve {
 
-absl::Status CheckEmbedding(Tensor ids, Tensor table, Tensor out);
+/// The weight dtypes a backend's Linear and Embedding take: its compute dtype
+/// only (CUDA), or also bfloat16 and Q8_0 weights with float32 activations
+/// (the CPU backend, which converts them in registers).
+enum class WeightDTypes { kComputeOnly, kAlsoBf16AndQ8_0 };
+
+absl::Status CheckEmbedding(Tensor ids, Tensor table, Tensor out,
+                            WeightDTypes accepted = WeightDTypes::kComputeOnly);
 absl::Status CheckRmsNorm(Tensor x, Tensor weight, Tensor out);
 absl::Status CheckAddRmsNorm(Tensor residual, Tensor x, Tensor weight, Tensor out);
-absl::Status CheckLinear(Tensor x, Tensor weight, Tensor bias, Tensor out);
+absl::Status CheckLinear(Tensor x, Tensor weight, Tensor bias, Tensor out,
+                         WeightDTypes accepted = WeightDTypes::kComputeOnly);
 absl::Status CheckRopeSplit(const RopeSplitParams& p);
 absl::Status CheckSiluMul(Tensor gate_up, Tensor out);
 absl::Status CheckGatherRows(Tensor x, Tensor rows, Tensor out);

@@ -30,7 +30,7 @@ Tensor Tensor::Rows(int64_t begin, int64_t count) const {
   KV_CHECK(rank >= 1 && begin >= 0 && count >= 0 && begin + count <= dims[0])
       << DebugString() << " rows " << begin << "+" << count;
   Tensor out = *this;
-  out.data = static_cast<char*>(data) + begin * row_elems() * DTypeSize(dtype);
+  out.data = static_cast<char*>(data) + DTypeBytes(dtype, begin * row_elems());
   out.dims[0] = count;
   return out;
 }

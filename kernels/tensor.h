@@ -27,7 +27,7 @@ struct Tensor {
   bool empty() const { return data == nullptr; }
   int64_t dim(int i) const { return dims[i < 0 ? rank + i : i]; }
   int64_t numel() const;
-  size_t bytes() const { return static_cast<size_t>(numel()) * DTypeSize(dtype); }
+  size_t bytes() const { return DTypeBytes(dtype, numel()); }
   /// Elements per index of dim 0 (the product of the other dims).
   int64_t row_elems() const;
 

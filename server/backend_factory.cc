@@ -71,10 +71,8 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(const BackendOptions& optio
         "nvcc at build time)");
   }
 #endif
-  if (options.dtype != "auto" && options.dtype != "float32") {
-    KV_LOG(WARNING) << "--dtype " << options.dtype << " ignored: the CPU backend computes in float32";
-  }
-  return std::unique_ptr<Backend>(std::make_unique<CpuBackend>());
+  ASSIGN_OR_RETURN(CpuWeights weights, ParseCpuWeights(options.dtype));
+  return std::unique_ptr<Backend>(std::make_unique<CpuBackend>(weights));
 }
 
 }  // namespace kvserve

@@ -20,7 +20,9 @@ struct BackendOptions {
 
 /// "auto" is cuda when this build has the CUDA backend, a GPU is present and
 /// the kernels serve the model's head dim and the block size; else cpu.
-/// dtype "auto" is bfloat16 on the GPU (the CPU always computes in float32).
+/// dtype "auto" is bfloat16 on the GPU; on the CPU (which computes in
+/// float32) it keeps bfloat16 and Q8_0 weight matrices as the checkpoint
+/// stores them, and --dtype float32 / bfloat16 converts every matrix.
 /// On the GPU, copies gpu_memory_utilization into `engine_config`, from which
 /// the engine sizes the KV pool once the weights are loaded (when
 /// num_kv_blocks is 0). Errors name the flag: an unknown device or dtype, a

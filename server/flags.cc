@@ -19,7 +19,8 @@ ABSL_FLAG(std::string, metrics_host, "127.0.0.1",
 ABSL_FLAG(std::string, device, "auto", "cpu, cuda, or auto (cuda when a GPU is present).");
 ABSL_FLAG(std::string, dtype, "auto",
           "Weights and activations on the GPU: float32, bfloat16, float16 or auto (bfloat16). "
-          "The CPU backend always computes in float32.");
+          "On the CPU (float32 activations and accumulation), the weight matrices: float32, "
+          "bfloat16, or auto (bfloat16 and GGUF Q8_0 weights kept as stored, others float32).");
 ABSL_FLAG(int, max_num_seqs, 64, "Sequences running at once.");
 ABSL_FLAG(int, max_num_batched_tokens, 1024,
           "Tokens per engine step; long prompts are prefilled in chunks of at most this.");

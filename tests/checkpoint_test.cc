@@ -281,5 +281,28 @@ TEST(DTypeTest, HalfAndBFloat16Conversions) {
   EXPECT_TRUE(std::isnan(BFloat16ToFloat(FloatToBFloat16(NAN))));
 }
 
+// A bfloat16 checkpoint on the CPU: --dtype auto keeps its matrices in bf16,
+// --dtype float32 widens them; both hold the same values, so the greedy
+// tokens agree and the logits differ only by float32 summation order (the
+// 20-token prompt: sgemm over float32, the small-M kernel over bf16).
+TEST_F(CheckpointDirTest, Bf16CheckpointKeepsBf16MatricesUnderAuto) {
+  Write("default", DType::kBFloat16, 0);
+  testing::TestEngine widened =
+      testing::MakeEngine(dir_.string(), std::make_unique<CpuBackend>(CpuWeights::kFloat32));
+  testing::TestEngine kept =
+      testing::MakeEngine(dir_.string(), std::make_unique<CpuBackend>(CpuWeights::kAsStored));
+  ASSERT_NE(widened.engine, nullptr);
+  ASSERT_NE(kept.engine, nullptr);
+  std::vector<int32_t> prompt = {1};
+  for (int i = 1; i < 20; ++i) prompt.push_back(40 + 7 * i);
+  auto a = testing::RunToCompletion(*widened.engine, testing::GreedyRequest(prompt, 8, true));
+  auto b = testing::RunToCompletion(*kept.engine, testing::GreedyRequest(prompt, 8, true));
+  EXPECT_EQ(a->tokens, b->tokens);
+  ASSERT_EQ(a->logits.size(), b->logits.size());
+  for (size_t i = 0; i < a->logits.size(); ++i) {
+    EXPECT_LT(testing::MaxAbsDiff(a->logits[i], b->logits[i]), 1e-4f) << "token " << i;
+  }
+}
+
 }  // namespace
 }  // namespace kvserve

@@ -16,6 +16,7 @@ class CountingBackend final : public Backend {
 
   std::string name() const override { return inner_->name(); }
   DType compute_dtype() const override { return inner_->compute_dtype(); }
+  DType MatrixWeightDType(DType stored) const override { return inner_->MatrixWeightDType(stored); }
   absl::StatusOr<DeviceBufferPtr> Allocate(size_t bytes) override {
     ++allocations_;
     return inner_->Allocate(bytes);

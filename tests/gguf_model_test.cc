@@ -47,7 +47,7 @@ TEST(GgufWeightsTest, UnpermuteInvertsLlamaCppPermute) {
   const std::vector<float> permuted = LlamaCppPermute(w, rows, cols, 3);
   EXPECT_NE(permuted, w);
   std::vector<float> back(w.size());
-  UnpermuteQkRows(permuted.data(), rows, cols, 3, back.data());
+  UnpermuteQkRows(permuted.data(), rows, cols * sizeof(float), 3, back.data());
   EXPECT_EQ(back, w);
 }
 

@@ -3,8 +3,9 @@
 //
 //   kvserve-logits --model DIR|FILE.gguf --token_ids 1,2,3 --out logits.npy
 //
-// Runs one whole-prompt prefill on the CPU backend (float32) through the same
-// model code the server runs, and writes a float32 [n, vocab] .npy file.
+// Runs one whole-prompt prefill on the CPU backend (float32 activations;
+// weight matrices per --dtype, as the server's) through the same model code
+// the server runs, and writes a float32 [n, vocab] .npy file.
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -23,6 +24,9 @@
 ABSL_FLAG(std::string, model, "", "Model directory or .gguf file.");
 ABSL_FLAG(std::string, token_ids, "", "Prompt token ids, comma-separated.");
 ABSL_FLAG(std::string, out, "logits.npy", "Output .npy file (float32 [n, vocab]).");
+ABSL_FLAG(std::string, dtype, "float32",
+          "Weight matrices: float32, bfloat16, or auto (bfloat16 and Q8_0 kept as stored), as "
+          "the server's --dtype on the CPU.");
 
 namespace kvserve {
 namespace {
@@ -67,12 +71,19 @@ int Run() {
     return 1;
   }
   const int n = static_cast<int>(ids.size());
-  CpuBackend backend;
+  absl::StatusOr<CpuWeights> weights = ParseCpuWeights(absl::GetFlag(FLAGS_dtype));
+  if (!weights.ok()) {
+    std::cerr << weights.status().message() << "\n";
+    return 2;
+  }
+  CpuBackend backend(*weights);
   auto model = CreateModel(source->config, *source->weights, backend, n, n);
   if (!model.ok()) {
     std::cerr << model.status().message() << "\n";
     return 1;
   }
+  // Read by tests/cpu_weight_dtypes_test.py: the storage --dtype chose.
+  std::cerr << "weight bytes: " << (*model)->weight_bytes() << "\n";
   const int blocks = (n + kBlockSize - 1) / kBlockSize;
   auto cache = KvCache::Create(backend, source->config.kv_cache_shape(), blocks, kBlockSize);
   if (!cache.ok()) {

@@ -19,7 +19,8 @@ struct ModelInfo {
   int kv_num_blocks = 0;
   bool has_tokenizer = false;
   std::string device;
-  std::string dtype;
+  std::string dtype;        // the compute dtype (CPU weight matrices may be stored smaller)
+  uint64_t weight_bytes = 0;  // device bytes of the weights as stored
   uint32_t default_max_new_tokens = 0;
 };
 

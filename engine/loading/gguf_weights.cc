@@ -53,15 +53,15 @@ std::optional<std::string> GgufTensorName(absl::string_view hf) {
   return std::nullopt;
 }
 
-void UnpermuteQkRows(const float* src, int64_t rows, int64_t cols, int n_head, float* dst) {
+void UnpermuteQkRows(const void* src, int64_t rows, size_t row_bytes, int n_head, void* dst) {
   const int64_t d = rows / n_head;
   const int64_t half = d / 2;
   for (int64_t h = 0; h < n_head; ++h) {
     for (int64_t i = 0; i < half; ++i) {
       for (int64_t j = 0; j < 2; ++j) {
-        const float* from = src + (h * d + 2 * i + j) * cols;
-        float* to = dst + (h * d + j * half + i) * cols;
-        std::memcpy(to, from, cols * sizeof(float));
+        const auto* from = static_cast<const uint8_t*>(src) + (h * d + 2 * i + j) * row_bytes;
+        auto* to = static_cast<uint8_t*>(dst) + (h * d + j * half + i) * row_bytes;
+        std::memcpy(to, from, row_bytes);
       }
     }
   }
@@ -73,8 +73,8 @@ GgufWeightSource::GgufWeightSource(std::unique_ptr<GgufFile> file, const ModelCo
 GgufWeightSource::~GgufWeightSource() {
   if (tensors_ == 0) return;
   KV_LOG(INFO) << file_->name() << ": " << tensors_ << " tensors, " << file_bytes_read_ / (1 << 20)
-               << " MiB in the file → " << float_bytes_out_ / (1 << 20)
-               << " MiB float32, dequantized in " << seconds_ << " s (scratch "
+               << " MiB in the file, " << float_bytes_out_ / (1 << 20)
+               << " MiB of it dequantized to float32 here, in " << seconds_ << " s (scratch "
                << (scratch_.capacity() + permuted_.capacity()) * sizeof(float) / (1 << 20)
                << " MiB)";
 }
@@ -109,14 +109,25 @@ absl::StatusOr<TensorData> GgufWeightSource::Get(absl::string_view name) {
     return absl::InvalidArgumentError(absl::StrCat(file_->name(), ": tensor ", *gguf, " has ", rows,
                                                    " rows, not whole heads of ", permute_heads));
   }
-  const auto direct = static_cast<GgmlType>(t->type);
-  if (permute_heads == 0 && (direct == GgmlType::kF32 || direct == GgmlType::kF16 ||
-                             direct == GgmlType::kBF16)) {
-    out.dtype = direct == GgmlType::kF32   ? DType::kFloat32
-                : direct == GgmlType::kF16 ? DType::kFloat16
-                                           : DType::kBFloat16;
+  // F32, F16 and BF16 are served as stored (and Q8_0 when kept, for a backend
+  // that multiplies by its blocks, kernels/q8_0.h): borrowed from the
+  // mapping, or with Q/K rows moved whole into a buffer. Everything else is
+  // dequantized to float32.
+  const auto type = static_cast<GgmlType>(t->type);
+  std::optional<DType> as_stored;
+  if (type == GgmlType::kF32) as_stored = DType::kFloat32;
+  if (type == GgmlType::kF16) as_stored = DType::kFloat16;
+  if (type == GgmlType::kBF16) as_stored = DType::kBFloat16;
+  if (type == GgmlType::kQ8_0 && keep_q8_0_ && cols % 32 == 0) as_stored = DType::kQ8_0;
+  if (as_stored) {
+    out.dtype = *as_stored;
     out.data = t->data;
     out.bytes = t->bytes;
+    if (permute_heads > 0) {
+      permuted_rows_.resize(t->bytes);
+      UnpermuteQkRows(t->data, rows, t->bytes / rows, permute_heads, permuted_rows_.data());
+      out.data = permuted_rows_.data();
+    }
   } else {
     scratch_.resize(numel);
     if (absl::Status s = DequantizeGgml(t->type, t->data, numel, scratch_.data()); !s.ok()) {
@@ -126,16 +137,16 @@ absl::StatusOr<TensorData> GgufWeightSource::Get(absl::string_view name) {
     const float* result = scratch_.data();
     if (permute_heads > 0) {
       permuted_.resize(numel);
-      UnpermuteQkRows(scratch_.data(), rows, cols, permute_heads, permuted_.data());
+      UnpermuteQkRows(scratch_.data(), rows, cols * sizeof(float), permute_heads, permuted_.data());
       result = permuted_.data();
     }
     out.dtype = DType::kFloat32;
     out.data = result;
     out.bytes = numel * sizeof(float);
+    float_bytes_out_ += out.bytes;
   }
   ++tensors_;
   file_bytes_read_ += t->bytes;
-  float_bytes_out_ += numel * sizeof(float);
   seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return out;
 }

@@ -1,7 +1,8 @@
 // The weights of a GGUF file, served under the Hugging Face names the model
 // asks for (model.layers.N.self_attn.q_proj.weight ← blk.N.attn_q.weight),
 // with ggml's dims reversed into row-major shapes, quantized types
-// dequantized to float32, and llama's Q/K rows put back in Hugging Face order.
+// dequantized to float32 (Q8_0 kept as stored when asked: SetKeepQ8_0), and
+// llama's Q/K rows put back in Hugging Face order.
 #pragma once
 
 #include <memory>
@@ -27,17 +28,21 @@ class GgufWeightSource final : public WeightSource {
   ~GgufWeightSource() override;
 
   bool Has(absl::string_view name) const override;
-  /// F32/F16/BF16 tensors are borrowed from the mapping; anything converted
-  /// (quantized, or permuted) lives in a scratch buffer reused by the next Get.
+  /// F32/F16/BF16 (and kept Q8_0) tensors are borrowed from the mapping;
+  /// anything converted (dequantized, or Q/K rows un-permuted) lives in a
+  /// scratch buffer reused by the next Get.
   absl::StatusOr<TensorData> Get(absl::string_view name) override;
   std::string Describe() const override { return file_->name(); }
+  void SetKeepQ8_0(bool keep) override { keep_q8_0_ = keep; }
 
  private:
   std::unique_ptr<GgufFile> file_;
   ModelConfig config_;
   bool unpermute_qk_;  // llama.cpp's converter permutes llama Q/K rows; qwen2 is left as is
+  bool keep_q8_0_ = false;
   std::vector<float> scratch_;
   std::vector<float> permuted_;
+  std::vector<uint8_t> permuted_rows_;  // Q/K rows of a tensor served as stored
   // Loading statistics, for the log line.
   int tensors_ = 0;
   uint64_t file_bytes_read_ = 0;
@@ -47,7 +52,8 @@ class GgufWeightSource final : public WeightSource {
 
 /// Undoes llama.cpp's `permute(w, n_head)`: GGUF row h*D + 2i + j holds
 /// Hugging Face row h*D + j*D/2 + i (D = rows / n_head). `src` and `dst` are
-/// [rows, cols] float32 and must not overlap.
-void UnpermuteQkRows(const float* src, int64_t rows, int64_t cols, int n_head, float* dst);
+/// `rows` rows of `row_bytes` each (float32 or whole Q8_0 blocks) and must
+/// not overlap.
+void UnpermuteQkRows(const void* src, int64_t rows, size_t row_bytes, int n_head, void* dst);
 
 }  // namespace kvserve

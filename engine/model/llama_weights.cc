@@ -13,18 +13,30 @@ class WeightLoader {
       : source_(source), backend_(backend), weights_(weights) {}
 
   // Allocates a [rows, cols] (or [rows] when cols == 0) tensor and fills it
-  // from the named parts, stacked along rows in order.
+  // from the named parts, stacked along rows in order. Vectors (norms,
+  // biases) are kept in the compute dtype; matrices in the dtype the backend
+  // keeps for the first part's stored dtype (bfloat16 or Q8_0 on the CPU).
   absl::StatusOr<Tensor> Fused(const std::vector<std::pair<std::string, int64_t>>& parts,
                                int64_t cols) {
     int64_t rows = 0;
     for (const auto& part : parts) rows += part.second;
-    const DType dtype = backend_.compute_dtype();
-    const size_t bytes = static_cast<size_t>(rows) * std::max<int64_t>(cols, 1) * DTypeSize(dtype);
+    // The first part decides the storage dtype; it stays valid until the next Get.
+    ASSIGN_OR_RETURN(TensorData src, source_.Get(parts.front().first));
+    DType dtype = backend_.compute_dtype();
+    if (cols > 0) {
+      dtype = backend_.MatrixWeightDType(src.dtype);
+      // Q8_0 rows are whole blocks; any other width computes in float32.
+      if (dtype == DType::kQ8_0 && cols % 32 != 0) dtype = DType::kFloat32;
+    }
+    const size_t bytes = DTypeBytes(dtype, rows * std::max<int64_t>(cols, 1));
     ASSIGN_OR_RETURN(DeviceBufferPtr buffer, backend_.Allocate(bytes));
     Tensor all = cols > 0 ? buffer->View(dtype, {rows, cols}) : buffer->View(dtype, {rows});
     int64_t row = 0;
-    for (const auto& [name, part_rows] : parts) {
-      ASSIGN_OR_RETURN(TensorData src, source_.Get(name));
+    for (size_t i = 0; i < parts.size(); ++i) {
+      const auto& [name, part_rows] = parts[i];
+      if (i > 0) {
+        ASSIGN_OR_RETURN(src, source_.Get(name));
+      }
       std::vector<int64_t> expected = {part_rows};
       if (cols > 0) expected.push_back(cols);
       if (src.shape != expected) {
@@ -56,6 +68,7 @@ class WeightLoader {
 absl::StatusOr<LlamaWeights> LoadLlamaWeights(const ModelConfig& c, WeightSource& source,
                                               Backend& backend) {
   LlamaWeights w;
+  source.SetKeepQ8_0(backend.MatrixWeightDType(DType::kQ8_0) == DType::kQ8_0);
   WeightLoader load(source, backend, w);
   const int64_t hidden = c.hidden_size;
   const int64_t q_rows = int64_t(c.num_heads) * c.head_dim;

@@ -34,6 +34,10 @@ class WeightSource {
   virtual absl::StatusOr<TensorData> Get(absl::string_view name) = 0;
   /// Where the weights come from, for messages.
   virtual std::string Describe() const = 0;
+  /// Asks Get to return Q8_0 tensors as stored (DType::kQ8_0, rows of
+  /// 34-byte blocks) instead of dequantized to float32, for a backend that
+  /// keeps Q8_0 weights. Sources that never hold Q8_0 ignore it.
+  virtual void SetKeepQ8_0(bool keep) { (void)keep; }
 };
 
 }  // namespace kvserve

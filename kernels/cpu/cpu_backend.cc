@@ -2,8 +2,10 @@
 
 #include <cblas.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
@@ -29,9 +31,43 @@ absl::Status RequireFloat32(absl::string_view op, std::initializer_list<const Te
   return absl::OkStatus();
 }
 
+// Converts `count` elements to bfloat16 or Q8_0 through float32, a chunk at a
+// time so that a large embedding never needs a float32 copy of itself.
+absl::Status ConvertThroughFloat32(const void* src, DType src_dtype, int64_t count, DType dst_dtype,
+                                   void* dst) {
+  constexpr int64_t kChunk = 1 << 16;  // a multiple of Q8_0's 32
+  std::vector<float> chunk(std::min(count, kChunk));
+  for (int64_t done = 0; done < count; done += kChunk) {
+    const int64_t n = std::min(kChunk, count - done);
+    RETURN_IF_ERROR(ConvertToFloat32(static_cast<const char*>(src) + DTypeBytes(src_dtype, done),
+                                     src_dtype, n, chunk.data()));
+    RETURN_IF_ERROR(ConvertFromFloat32(chunk.data(), n, dst_dtype,
+                                       static_cast<char*>(dst) + DTypeBytes(dst_dtype, done)));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
-CpuBackend::CpuBackend() { openblas_set_num_threads(1); }
+absl::StatusOr<CpuWeights> ParseCpuWeights(absl::string_view dtype) {
+  if (dtype == "auto") return CpuWeights::kAsStored;
+  if (dtype == "float32" || dtype == "fp32") return CpuWeights::kFloat32;
+  if (dtype == "bfloat16" || dtype == "bf16") return CpuWeights::kBFloat16;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--dtype on the CPU must be auto, float32 or bfloat16, got \"", dtype, "\""));
+}
+
+CpuBackend::CpuBackend(CpuWeights weights) : weights_(weights) { openblas_set_num_threads(1); }
+
+DType CpuBackend::MatrixWeightDType(DType stored) const {
+  switch (weights_) {
+    case CpuWeights::kFloat32: return DType::kFloat32;
+    case CpuWeights::kBFloat16: return DType::kBFloat16;
+    case CpuWeights::kAsStored:
+      return stored == DType::kBFloat16 || stored == DType::kQ8_0 ? stored : DType::kFloat32;
+  }
+  return DType::kFloat32;
+}
 
 absl::StatusOr<DeviceBufferPtr> CpuBackend::Allocate(size_t bytes) {
   // 64-byte alignment for SIMD loads; aligned_alloc needs a multiple of it.
@@ -54,13 +90,21 @@ absl::Status CpuBackend::CopyToHost(const void* device, size_t bytes, void* host
 }
 
 absl::Status CpuBackend::Upload(const void* host, DType src_dtype, Tensor dst) {
-  RETURN_IF_ERROR(RequireFloat32("Upload", {&dst}));
-  return ConvertToFloat32(host, src_dtype, dst.numel(), dst.as<float>());
+  if (dst.dtype == DType::kFloat32) return ConvertToFloat32(host, src_dtype, dst.numel(), dst.as<float>());
+  if (dst.dtype != DType::kBFloat16 && dst.dtype != DType::kQ8_0) {
+    return absl::UnimplementedError(absl::StrCat(
+        "Upload: the CPU backend stores float32, bfloat16 or q8_0, got ", dst.DebugString()));
+  }
+  if (src_dtype == dst.dtype) {
+    std::memcpy(dst.data, host, dst.bytes());
+    return absl::OkStatus();
+  }
+  return ConvertThroughFloat32(host, src_dtype, dst.numel(), dst.dtype, dst.data);
 }
 
 absl::Status CpuBackend::Embedding(Tensor ids, Tensor table, Tensor out) {
-  RETURN_IF_ERROR(CheckEmbedding(ids, table, out));
-  RETURN_IF_ERROR(RequireFloat32("Embedding", {&table, &out}));
+  RETURN_IF_ERROR(CheckEmbedding(ids, table, out, WeightDTypes::kAlsoBf16AndQ8_0));
+  RETURN_IF_ERROR(RequireFloat32("Embedding", {&out}));
   return cpu::Embedding(ids, table, out);
 }
 
@@ -80,7 +124,7 @@ absl::Status CpuBackend::AddRmsNorm(Tensor residual, Tensor x, Tensor weight, fl
 }
 
 absl::Status CpuBackend::Linear(Tensor x, Tensor weight, Tensor bias, Tensor out) {
-  RETURN_IF_ERROR(CheckLinear(x, weight, bias, out));
+  RETURN_IF_ERROR(CheckLinear(x, weight, bias, out, WeightDTypes::kAlsoBf16AndQ8_0));
   RETURN_IF_ERROR(RequireFloat32("Linear", {&x, &out}));
   cpu::Linear(x, weight, bias, out);
   return absl::OkStatus();

@@ -1,18 +1,31 @@
-// The CPU backend: float32 everywhere, GEMMs through OpenBLAS. It is the
-// reference every other backend is tested against, and what CI runs.
+// The CPU backend: float32 activations, KV and accumulation; weight matrices
+// in float32, bfloat16 or Q8_0 (CpuWeights); GEMMs through the small-M kernel
+// and OpenBLAS. It is the reference every other backend is tested against,
+// and what CI runs.
 #pragma once
 
 #include "kernels/backend.h"
 
 namespace kvserve {
 
+/// How the CPU backend stores weight matrices (--dtype on the CPU).
+enum class CpuWeights {
+  kFloat32,   // everything converted to float32 (exactness tests; float32 checkpoints)
+  kBFloat16,  // every matrix rounded to bfloat16
+  kAsStored,  // bfloat16 and Q8_0 matrices kept as stored, anything else float32
+};
+
+/// "float32" → kFloat32, "bfloat16" → kBFloat16, "auto" → kAsStored; errors name --dtype.
+absl::StatusOr<CpuWeights> ParseCpuWeights(absl::string_view dtype);
+
 class CpuBackend final : public Backend {
  public:
   /// Makes OpenBLAS single-threaded: the backend parallelizes its own loops
   /// (GEMM column slices, attention heads) over one thread pool.
-  CpuBackend();
+  explicit CpuBackend(CpuWeights weights = CpuWeights::kFloat32);
   std::string name() const override { return "cpu"; }
   DType compute_dtype() const override { return DType::kFloat32; }
+  DType MatrixWeightDType(DType stored) const override;
 
   absl::StatusOr<DeviceBufferPtr> Allocate(size_t bytes) override;
   absl::Status CopyToDevice(const void* host, size_t bytes, void* device) override;
@@ -31,6 +44,9 @@ class CpuBackend final : public Backend {
   absl::Status PrefillAttention(const PrefillAttentionParams& params) override;
   absl::Status DecodeAttention(const DecodeAttentionParams& params) override;
   absl::Status Sample(const SampleParams& params) override;
+
+ private:
+  CpuWeights weights_;
 };
 
 }  // namespace kvserve

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "kernels/cpu/cpu_ops.h"
 
 namespace kvserve::cpu {
@@ -25,8 +26,9 @@ absl::Status Embedding(Tensor ids, Tensor table, Tensor out) {
     if (id[t] < 0 || id[t] >= vocab) {
       return absl::OutOfRangeError(absl::StrCat("Embedding: token id ", id[t], " not in [0, ", vocab, ")"));
     }
-    std::memcpy(out.as<float>() + t * hidden, table.as<float>() + id[t] * hidden,
-                hidden * sizeof(float));
+    // bfloat16 and Q8_0 rows are converted on lookup (exactly).
+    RETURN_IF_ERROR(ConvertToFloat32(table.Rows(id[t], 1).data, table.dtype, hidden,
+                                     out.as<float>() + t * hidden));
   }
   return absl::OkStatus();
 }

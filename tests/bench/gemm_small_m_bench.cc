@@ -20,10 +20,12 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "kernels/cpu/cpu_ops.h"
 #include "kernels/cpu/gemm_small_m.h"
 #include "kernels/cpu/thread_pool.h"
+#include "tests/bench/read_ceiling.h"
 
-ABSL_FLAG(std::string, rows, "1,2,4,8,16,32", "Row counts M to measure, comma separated.");
+ABSL_FLAG(std::string, rows, "1,2,4,8,16,32", "Row counts M (1..64) to measure, comma separated.");
 ABSL_FLAG(std::string, model, "smollm2,tinyllama", "Shape sets: smollm2, tinyllama.");
 
 namespace kvserve::bench {
@@ -60,29 +62,6 @@ double BestSeconds(int reps, const std::function<void(int)>& fn) {
   return best;
 }
 
-// Read bandwidth with every pool thread summing its own part of a 1 GiB
-// buffer (8 independent sums, vectorized by the compiler), bytes/s.
-double ReadCeiling() {
-  ThreadPool& pool = ThreadPool::Shared();
-  const size_t n = size_t(1) << 28;  // floats
-  std::vector<float> buf(n, 1.f);
-  const int parts = pool.num_threads();
-  std::vector<float> sums(parts);
-  const double s = BestSeconds(2, [&](int) {
-    pool.ParallelFor(parts, [&](int p) {
-      const float* b = buf.data() + n / parts * p;
-      float acc[16] = {};
-      for (size_t i = 0; i + 16 <= n / parts; i += 16)
-        for (int t = 0; t < 16; ++t) acc[t] += b[i + t];
-      float total = 0;
-      for (float a : acc) total += a;
-      sums[p] += total;
-    });
-  });
-  if (sums[0] < 0) std::printf("%f\n", sums[0]);  // keep the sums observable
-  return n * sizeof(float) / s;
-}
-
 // Linear's column split: a few slices per thread, multiples of 16.
 void SplitColumns(int n, const std::function<void(int, int)>& fn) {
   ThreadPool& pool = ThreadPool::Shared();
@@ -97,21 +76,28 @@ void Run() {
   std::vector<int> rows;
   for (absl::string_view r : absl::StrSplit(absl::GetFlag(FLAGS_rows), ',')) {
     int m;
-    if (absl::SimpleAtoi(r, &m) && m > 0) rows.push_back(m);
+    if (absl::SimpleAtoi(r, &m) && m > 0 && m <= 64) rows.push_back(m);  // x holds 64 rows
   }
   const double ceiling = ReadCeiling();
-  std::printf("read ceiling (sum over 1 GiB, %d threads): %.1f GB/s; small-M ISA %s, cut-over M<=%d\n",
+  std::printf("read ceiling (sum over 1 GiB, %d threads): %.1f GB/s; small-M ISA %s, cut-over M<=%d (bf16/q8_0: M<=%d)\n",
               ThreadPool::Shared().num_threads(), ceiling / 1e9, cpu::SmallMIsa(),
-              cpu::SmallMMaxRows());
-  std::printf("%-20s %3s  %22s  %22s  %22s\n", "shape", "M", "sgemm GB/s (%ceil)",
-              "sgemv GB/s (%ceil)", "small-M GB/s (%ceil)");
+              cpu::SmallMMaxRows(), cpu::SmallMMaxRows(DType::kBFloat16));
+  std::printf("GB/s of the weights' stored bytes (%% of the ceiling); bf16 and q8_0: the small-M\n"
+              "kernel, and above the cut-over Linear's float32 panels for sgemm\n");
+  std::printf("%-20s %3s  %16s  %16s  %16s  %16s  %16s  %16s  %16s\n", "shape", "M", "f32 sgemm",
+              "f32 sgemv", "f32 small-M", "bf16 small-M", "bf16 panels", "q8_0 small-M",
+              "q8_0 panels");
   for (absl::string_view model : absl::StrSplit(absl::GetFlag(FLAGS_model), ',')) {
     for (const Shape& s : Shapes(std::string(model))) {
       const size_t wsize = size_t(s.n) * s.k;
       const int copies = int(std::max<size_t>(1, (size_t(256) << 20) / (wsize * 4)));
       std::vector<float> w(wsize * copies);
       for (size_t i = 0; i < w.size(); ++i) w[i] = float(i % 17) * 0.01f - 0.08f;
-      std::vector<float> x(size_t(32) * s.k, 0.5f), y(size_t(32) * s.n);
+      std::vector<uint8_t> w_bf16(DTypeBytes(DType::kBFloat16, int64_t(w.size())));
+      std::vector<uint8_t> w_q8_0(DTypeBytes(DType::kQ8_0, int64_t(w.size())));
+      (void)ConvertFromFloat32(w.data(), int64_t(w.size()), DType::kBFloat16, w_bf16.data());
+      (void)ConvertFromFloat32(w.data(), int64_t(w.size()), DType::kQ8_0, w_q8_0.data());
+      std::vector<float> x(size_t(64) * s.k, 0.5f), y(size_t(64) * s.n);
       const int reps = std::max(copies, 8);
       for (int m : rows) {
         auto gbps = [&](double sec) { return wsize * 4 / sec / 1e9; };
@@ -135,15 +121,45 @@ void Run() {
         const double small = BestSeconds(reps, [&](int i) {
           const float* wi = w.data() + wsize * (i % copies);
           SplitColumns(s.n, [&](int n0, int n1) {
-            cpu::SmallMProduct(x.data(), m, s.k, wi, s.k, n0, n1, y.data(), s.n);
+            cpu::SmallMProduct(x.data(), m, s.k, wi, DType::kFloat32, s.k, n0, n1, y.data(),
+                               s.n);
           });
         });
+        // The same product over bf16 and Q8_0 copies of W: the small-M kernel
+        // (converting in registers) and, above the cut-over, Linear (float32
+        // panels for sgemm); GB/s of the bytes stored.
+        char lower[2][32], linear[2][32];
+        for (int d = 0; d < 2; ++d) {
+          const std::vector<uint8_t>& stored = d == 0 ? w_bf16 : w_q8_0;
+          const DType dtype = d == 0 ? DType::kBFloat16 : DType::kQ8_0;
+          const size_t bytes = DTypeBytes(dtype, int64_t(wsize));
+          auto gbs = [&](double sec) { return bytes / sec / 1e9; };
+          const double kernel = BestSeconds(reps, [&](int i) {
+            const uint8_t* wi = stored.data() + bytes * (i % copies);
+            SplitColumns(s.n, [&](int n0, int n1) {
+              cpu::SmallMProduct(x.data(), m, s.k, wi, dtype, s.k, n0, n1, y.data(), s.n);
+            });
+          });
+          std::snprintf(lower[d], sizeof lower[d], "%.1f (%.0f%%)", gbs(kernel),
+                        100 * gbs(kernel) * 1e9 / ceiling);
+          std::snprintf(linear[d], sizeof linear[d], "-");
+          if (m > cpu::SmallMMaxRows(dtype)) {
+            const double panels = BestSeconds(reps, [&](int i) {
+              void* wi = const_cast<uint8_t*>(stored.data()) + bytes * (i % copies);
+              cpu::Linear(Tensor(x.data(), DType::kFloat32, {m, s.k}), Tensor(wi, dtype, {s.n, s.k}),
+                          Tensor(), Tensor(y.data(), DType::kFloat32, {m, s.n}));
+            });
+            std::snprintf(linear[d], sizeof linear[d], "%.1f (%.0f%%)", gbs(panels),
+                          100 * gbs(panels) * 1e9 / ceiling);
+          }
+        }
         char a[32], b[32] = "-", c[32];
         std::snprintf(a, sizeof a, "%.1f (%.0f%%)", gbps(sgemm), 100 * gbps(sgemm) * 1e9 / ceiling);
         if (m == 1)
           std::snprintf(b, sizeof b, "%.1f (%.0f%%)", gbps(sgemv), 100 * gbps(sgemv) * 1e9 / ceiling);
         std::snprintf(c, sizeof c, "%.1f (%.0f%%)", gbps(small), 100 * gbps(small) * 1e9 / ceiling);
-        std::printf("%-20s %3d  %22s  %22s  %22s\n", s.name, m, a, b, c);
+        std::printf("%-20s %3d  %16s  %16s  %16s  %16s  %16s  %16s  %16s\n", s.name, m, a, b, c,
+                    lower[0], linear[0], lower[1], linear[1]);
         std::fflush(stdout);
       }
     }
