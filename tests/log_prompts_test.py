@@ -17,7 +17,7 @@ PROMPT = "secret prompt 4711"
 
 def serve_one_request(*flags):
     server = subprocess.Popen(
-        [os.environ["KVSERVE_BIN"], "--port=0", "--metrics_port=-1", "--host=127.0.0.1",
+        [os.environ["KVSERVE_BIN"], "--port=0", "--metrics_port=-1", "--http_port=-1", "--host=127.0.0.1",
          "--log_level=debug", *flags], stderr=subprocess.PIPE, text=True)
     log = []
     try:

@@ -45,7 +45,7 @@ def wait_until(predicate, timeout_s):
 class RapidResetTest(unittest.TestCase):
     def start_server(self, *flags):
         server = subprocess.Popen(
-            [os.environ["KVSERVE_BIN"], "--port=0", "--metrics_port=-1", "--host=127.0.0.1",
+            [os.environ["KVSERVE_BIN"], "--port=0", "--metrics_port=-1", "--http_port=-1", "--host=127.0.0.1",
              *flags], stderr=subprocess.PIPE, text=True)
         for line in server.stderr:
             match = re.search(r"serving .* on [0-9.]+:(\d+)", line)
