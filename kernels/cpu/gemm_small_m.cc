@@ -5,6 +5,7 @@
 // ThreadSanitizer's runtime is up (see attention_cpu.cc).
 #include "kernels/cpu/gemm_small_m.h"
 
+#include <cpuid.h>
 #include <immintrin.h>
 
 #include <cstring>
@@ -143,9 +144,15 @@ struct Choice {
 
 // Every variant this CPU can run, best first. F16C converts Q8_0's scales;
 // every AVX-512 and AVX2 CPU has it.
+// CPUID leaf 1, ECX bit 29: clang 14's __builtin_cpu_supports has no "f16c".
+bool CpuHasF16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
+}
+
 std::vector<Choice> Runnable() {
   __builtin_cpu_init();
-  const bool f16c = __builtin_cpu_supports("f16c");
+  const bool f16c = CpuHasF16c();
   std::vector<Choice> out;
   if (__builtin_cpu_supports("avx512f") && f16c)
     out.push_back({"avx512f", avx512::ProductF32, avx512::ProductBf16, avx512::ProductQ8, 16, 64});
