@@ -126,6 +126,15 @@ absl::Duration Client::Backoff(int attempt) const {
 }
 
 namespace {
+// Ends of an attempt that another replica may take over when no message
+// came back and the caller did not cancel: UNAVAILABLE (down, draining), and
+// CANCELLED, which the caller did not ask for here, so it came from the
+// server: a replica shutting down cancels calls that arrived as it stopped,
+// before any handler saw them.
+bool FailsOver(grpc::StatusCode code) {
+  return code == grpc::StatusCode::UNAVAILABLE || code == grpc::StatusCode::CANCELLED;
+}
+
 bool Retryable(const grpc::Status& s) {
   return s.error_code() == grpc::StatusCode::UNAVAILABLE ||
          s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED;
@@ -145,7 +154,7 @@ Client::AfterFailure Client::Decide(const grpc::Status& status, bool got_respons
   // A response (a token) already reached the caller: resending would serve
   // the request twice, so whatever ended the call is the answer.
   if (got_response || (options.cancel && options.cancel->cancelled())) return AfterFailure::kGiveUp;
-  if (status.error_code() == grpc::StatusCode::UNAVAILABLE && replicas_->HasUntried(tried)) {
+  if (FailsOver(status.error_code()) && replicas_->HasUntried(tried)) {
     return AfterFailure::kFailOver;
   }
   if (policy_attempt < options_.retry.max_attempts && Retryable(status)) return AfterFailure::kRetry;
@@ -343,7 +352,7 @@ class AsyncStream final : public grpc::ClientReadReactor<v1::GenerateResponse> {
       std::lock_guard<std::recursive_mutex> lock(link->mu);
       ReplicaSet& replicas = *state_.replicas;
       replicas.Release(replica_, status.error_code());
-      if (status.error_code() == grpc::StatusCode::UNAVAILABLE && result.chunk_times.empty() &&
+      if (FailsOver(status.error_code()) && result.chunk_times.empty() &&
           !(cancel && cancel->cancelled()) && replicas.HasUntried(state_.tried)) {
         ++result.failovers;
         Launch(std::move(state_), replicas);  // the next attempt carries the count on
