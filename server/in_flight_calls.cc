@@ -14,6 +14,11 @@ void InFlightCalls::Exit() {
   --count_;
 }
 
+void InFlightCalls::BeginDrain() {
+  absl::MutexLock lock(&mu_);
+  draining_ = true;
+}
+
 bool InFlightCalls::Drain(absl::Time deadline) {
   absl::MutexLock lock(&mu_);
   draining_ = true;

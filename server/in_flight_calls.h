@@ -17,6 +17,8 @@ class InFlightCalls {
   bool TryEnter();
   /// A call counted in by TryEnter has ended (its OnDone ran).
   void Exit();
+  /// Refuses new calls from now on; the calls in flight go on.
+  void BeginDrain();
   /// Refuses new calls from now on, then waits until none is in flight or
   /// `deadline` passes. True when none is left.
   bool Drain(absl::Time deadline);

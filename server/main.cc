@@ -193,11 +193,14 @@ int Run() {
   KV_LOG(INFO) << "received " << (signal_number == SIGTERM ? "SIGTERM" : "SIGINT")
                << ": draining in-flight requests (up to " << absl::GetFlag(FLAGS_shutdown_grace_s)
                << " s)";
-  // Both APIs drain at once and share the grace period.
+  // Both APIs drain at once and share the grace period. The gRPC server
+  // stops last, so that its health service answers NOT_SERVING (rather than
+  // refusing connections) for as long as any request, HTTP or gRPC, runs.
   const absl::Time deadline = absl::Now() + absl::Seconds(absl::GetFlag(FLAGS_shutdown_grace_s));
+  (*server)->BeginDrain();
   if (http_server) http_server->BeginDrain();
-  (*server)->Shutdown();
   if (http_server) http_server->Shutdown(deadline);
+  (*server)->Shutdown(deadline);
   (*engine)->Stop();
   KV_LOG(INFO) << "stopped";
   return 0;

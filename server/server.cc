@@ -111,7 +111,15 @@ absl::StatusOr<std::unique_ptr<KvServer>> KvServer::Start(const ServerOptions& o
   return server;
 }
 
-void KvServer::Shutdown() {
+void KvServer::BeginDrain() {
+  if (shut_down_ || !server_) return;
+  server_->GetHealthCheckService()->SetServingStatus(false);
+  service_.in_flight().BeginDrain();
+}
+
+void KvServer::Shutdown() { Shutdown(absl::Now() + options_.shutdown_grace); }
+
+void KvServer::Shutdown(absl::Time deadline) {
   if (shut_down_) return;
   shut_down_ = true;
   if (server_) {
@@ -120,7 +128,7 @@ void KvServer::Shutdown() {
     // included, until the deadline. So drain our own calls first (new ones
     // are refused with UNAVAILABLE), then let gRPC cancel what is left and
     // close every connection at once.
-    service_.in_flight().Drain(absl::Now() + options_.shutdown_grace);
+    service_.in_flight().Drain(deadline);
     server_->Shutdown(std::chrono::system_clock::now());
     server_->Wait();
   }

@@ -56,9 +56,16 @@ class KvServer {
   int metrics_port() const { return metrics_ ? metrics_->port() : -1; }
   /// kvserve_requests_total, shared with the HTTP API.
   ServerMetrics& metrics() { return metrics_registry_; }
-  /// Stops accepting calls, lets in-flight ones finish within the grace
-  /// period, cancels the rest, and waits for all of them. Idempotent.
+  /// Health turns NOT_SERVING and new generation calls are refused with
+  /// UNAVAILABLE; the server keeps answering (health probes included) and
+  /// the calls in flight go on. Lets the HTTP API drain first while the
+  /// probe still says NOT_SERVING rather than failing to connect.
+  void BeginDrain();
+  /// Stops accepting calls, lets in-flight ones finish until `deadline`
+  /// (default: the grace period from now), cancels the rest, and waits for
+  /// all of them. Idempotent.
   void Shutdown();
+  void Shutdown(absl::Time deadline);
 
  private:
   KvServer(Engine& engine, prometheus::Registry& registry, ChatAccess chat, bool log_prompts);

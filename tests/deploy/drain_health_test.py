@@ -3,8 +3,9 @@
 relies on, against the real binary: grpc.health.v1 says SERVING once kvserve
 serves, and NOT_SERVING (for "" and for kvserve.v1.Inference) from SIGTERM
 on, while a gRPC stream is still in flight and the process still runs; new
-gRPC calls then get UNAVAILABLE; with only an HTTP stream in flight the probe
-fails too; the process exits 0 once the last request is gone.
+gRPC calls then get UNAVAILABLE; with only an HTTP stream in flight the same
+(the gRPC server stops last); the process exits 0 once the last request is
+gone.
 
 Env: KVSERVE_BIN. Debian's python3 (python3-grpcio); the two messages it
 needs are encoded by hand, so no generated stubs."""
@@ -114,11 +115,10 @@ class DrainHealthTest(unittest.TestCase):
         holder.cancel()  # the last request goes: the drain ends early
         self.assertEqual(self.server.wait(timeout=DEADLINE_S), 0)
 
-    def test_probe_fails_while_an_http_stream_drains(self):
-        # With only HTTP requests in flight, the gRPC server stops at once
-        # (it drains its own calls only), so the probe fails by UNAVAILABLE
-        # rather than NOT_SERVING: the pod leaves the Services all the same.
-        self.assertFalse(self.probe_fails())
+    def test_not_serving_while_an_http_stream_drains(self):
+        # The gRPC server stops last: with only an HTTP request in flight the
+        # probe still gets an answer, NOT_SERVING, not a refused connection.
+        self.assertEqual(self.statuses(), [SERVING, SERVING])
         holder = http.client.HTTPConnection("127.0.0.1", self.http_port, timeout=DEADLINE_S)
         models = http.client.HTTPConnection("127.0.0.1", self.http_port, timeout=DEADLINE_S)
         models.request("GET", "/v1/models")
@@ -132,11 +132,19 @@ class DrainHealthTest(unittest.TestCase):
         self.assertTrue(response.readline().startswith(b"data: "))
 
         self.server.send_signal(signal.SIGTERM)
-        self.wait_for(self.probe_fails, "the gRPC probe to fail")
+        self.wait_for(lambda: self.statuses() == [NOT_SERVING, NOT_SERVING], "NOT_SERVING")
+        self.assertTrue(self.probe_fails())
         self.assertIsNone(self.server.poll(), "still running: the stream holds the drain")
+        line = response.readline()
+        while line.strip() == b"":  # the blank line that ends each SSE event
+            line = response.readline()
+        self.assertTrue(line.startswith(b"data: "), f"the stream still streams: {line!r}")
+        with self.assertRaises(grpc.RpcError) as refused:
+            self.generate(GENERATE_REQUEST, timeout=DEADLINE_S)
+        self.assertEqual(refused.exception.code(), grpc.StatusCode.UNAVAILABLE)
+        self.assertEqual(self.statuses(), [NOT_SERVING, NOT_SERVING], "answered after the refusal")
         holder.close()
         self.assertEqual(self.server.wait(timeout=DEADLINE_S), 0)
-
 
 if __name__ == "__main__":
     unittest.main()
