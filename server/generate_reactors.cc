@@ -125,23 +125,28 @@ void GenerateStreamReactor::DeliverAbort(absl::Status status) {
 
 void GenerateStreamReactor::Pump() {
   std::unique_lock<std::mutex> lock(mu_);
-  if (finish_called_ || writing_) return;
-  if (has_pending_ && !write_failed_) {
-    in_flight_.Swap(&pending_);
-    in_flight_tokens_ = std::exchange(pending_tokens_, 0);
-    has_pending_ = false;
-    writing_ = true;
-    lock.unlock();
-    StartWrite(&in_flight_);
+  while (!finish_called_ && !writing_ && !starting_write_) {
+    if (has_pending_ && !write_failed_) {
+      in_flight_.Swap(&pending_);
+      in_flight_tokens_ = std::exchange(pending_tokens_, 0);
+      has_pending_ = false;
+      writing_ = true;
+      starting_write_ = true;
+      lock.unlock();
+      StartWrite(&in_flight_);
+      lock.lock();
+      starting_write_ = false;
+      continue;  // an OnWriteDone that came meanwhile left the next step to us
+    }
+    if (final_status_) {
+      finish_called_ = true;
+      const grpc::Status status = *final_status_;
+      const std::string outcome = outcome_;
+      lock.unlock();
+      metrics_.RecordOutcome(outcome);
+      Finish(status);
+    }
     return;
-  }
-  if (final_status_) {
-    finish_called_ = true;
-    const grpc::Status status = *final_status_;
-    const std::string outcome = outcome_;
-    lock.unlock();
-    metrics_.RecordOutcome(outcome);
-    Finish(status);
   }
 }
 

@@ -84,7 +84,13 @@ class GenerateStreamReactor final : public grpc::ServerWriteReactor<v1::Generate
   bool has_pending_ = false;
   bool sent_request_id_ = false;    // a message carrying request_id is queued or written
   v1::GenerateResponse in_flight_;  // owned by gRPC between StartWrite and OnWriteDone
-  bool writing_ = false;
+  bool writing_ = false;            // from StartWrite until OnWriteDone
+  // From StartWrite until it returns. gRPC serializes in_flight_ inside
+  // StartWrite, and OnWriteDone may run on another thread before it returns;
+  // in_flight_ is reused only once both are over, so that the reuse is
+  // ordered after the serialization by mu_ (the hand-off inside the
+  // uninstrumented libgrpc is invisible to ThreadSanitizer).
+  bool starting_write_ = false;
   bool write_failed_ = false;       // the client is gone; drop further writes
   std::optional<grpc::Status> final_status_;
   std::string outcome_;
