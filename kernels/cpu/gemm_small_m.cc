@@ -10,6 +10,7 @@
 
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/dtype.h"
@@ -45,6 +46,15 @@ struct Ops {
                          _mm512_set1_ps(_cvtsh_ss(scale)));
   }
   static V Fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  static V Mul(V a, V b) { return _mm512_mul_ps(a, b); }
+  // Blocked Q8_0 (gemm_small_m_kernel.inc): 32 registers hold 4 rows of W ×
+  // a whole block, their scales and 16 accumulators.
+  static constexpr bool kBlockedQ8 = true;
+  static V Broadcast(uint16_t half) { return _mm512_set1_ps(_cvtsh_ss(half)); }
+  static V LoadQ8Ints(const int8_t* q) {
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
+    return _mm512_maskz_cvtepi32_ps(kAll, _mm512_maskz_cvtepi8_epi32(kAll, b));
+  }
   // Through memory: GCC 12's reduce/extract intrinsics trip -Wuninitialized
   // (their _mm256_undefined_pd), and this runs once per output, not per k.
   static float Sum(V v) {
@@ -86,6 +96,7 @@ struct Ops {
                          _mm256_set1_ps(_cvtsh_ss(scale)));
   }
   static V Fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  static constexpr bool kBlockedQ8 = false;  // 16 registers: not enough for a whole block
   static float Sum(V v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -123,6 +134,7 @@ struct Ops {
     return _mm_mul_ps(_mm_cvtepi32_ps(v), _mm_set1_ps(HalfToFloat(scale)));
   }
   static V Fma(V a, V b, V c) { return _mm_add_ps(_mm_mul_ps(a, b), c); }
+  static constexpr bool kBlockedQ8 = false;
   static float Sum(V v) {
     v = _mm_add_ps(v, _mm_movehl_ps(v, v));
     v = _mm_add_ss(v, _mm_shuffle_ps(v, v, 1));
@@ -155,7 +167,7 @@ std::vector<Choice> Runnable() {
   const bool f16c = CpuHasF16c();
   std::vector<Choice> out;
   if (__builtin_cpu_supports("avx512f") && f16c)
-    out.push_back({"avx512f", avx512::ProductF32, avx512::ProductBf16, avx512::ProductQ8, 16, 64});
+    out.push_back({"avx512f", avx512::ProductF32, avx512::ProductBf16, avx512::ProductQ8, 32, 64});
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c)
     out.push_back({"avx2+fma", avx2::ProductF32, avx2::ProductBf16, avx2::ProductQ8, 16, 64});
   out.push_back({"portable", portable::ProductF32, portable::ProductBf16, portable::ProductQ8, 1, 1});
