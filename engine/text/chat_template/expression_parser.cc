@@ -1,6 +1,9 @@
 // Expressions, by increasing precedence as in jinja2's parser: conditional,
 // or, and, not, comparisons, + -, ~, * / // %, **, unary - +, then primary
 // values with postfix access, calls, filters and tests.
+#include <cstdlib>
+
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "engine/text/chat_template/filters.h"
 #include "engine/text/chat_template/parser_impl.h"
@@ -190,17 +193,13 @@ ExprPtr Parser::ParsePrimary() {
     }
     case TokenType::kInteger: {
       Next();
-      int64_t v = 0;
-      for (char c : t.value) {
-        if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, c - '0', &v)) {
-          Error(t, absl::StrCat("integer ", t.value, " does not fit in 64 bits"));
-        }
-      }
-      return MakeConst(Value(v), t.line);
+      return MakeConst(Value(IntegerLiteral(t)), t.line);
     }
     case TokenType::kFloat:
       Next();
-      return MakeConst(Value(std::stod(t.value)), t.line);
+      // strtod, not std::stod: like Python, 1e400 is inf and 1e-400 is 0.0
+      // (std::stod throws out_of_range for both).
+      return MakeConst(Value(std::strtod(t.value.c_str(), nullptr)), t.line);
     case TokenType::kOperator:
       if (t.value == "(") {
         Next();
@@ -243,6 +242,16 @@ ExprPtr Parser::ParsePrimary() {
   Expected("an expression");
 }
 
+int64_t Parser::IntegerLiteral(const Token& t) {
+  int64_t v = 0;
+  for (char c : t.value) {
+    if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, c - '0', &v)) {
+      Error(t, absl::StrCat("integer ", t.value, " does not fit in 64 bits"));
+    }
+  }
+  return v;
+}
+
 ExprPtr Parser::ParsePostfix(ExprPtr node) {
   while (true) {
     if (IsOp(".")) {
@@ -254,10 +263,20 @@ ExprPtr Parser::ParsePostfix(ExprPtr node) {
         e->children.push_back(std::move(node));
         node = std::move(e);
       } else if (t.type == TokenType::kInteger) {
-        ExprPtr e = MakeExpr(ExprKind::kGetItem, dot.line);
-        e->children.push_back(std::move(node));
-        e->children.push_back(MakeConst(Value(static_cast<int64_t>(std::stoll(t.value))), t.line));
-        node = std::move(e);
+        int64_t index = 0;
+        if (absl::SimpleAtoi(t.value, &index)) {
+          ExprPtr e = MakeExpr(ExprKind::kGetItem, dot.line);
+          e->children.push_back(std::move(node));
+          e->children.push_back(MakeConst(Value(index), t.line));
+          node = std::move(e);
+        } else {
+          // Too big for any index: jinja2 finds nothing there (undefined),
+          // and so does an attribute of that name.
+          ExprPtr e = MakeExpr(ExprKind::kGetAttr, dot.line);
+          e->name = t.value;
+          e->children.push_back(std::move(node));
+          node = std::move(e);
+        }
       } else {
         Error(t, absl::StrCat("expected an attribute name after '.', got ", Describe(t)));
       }

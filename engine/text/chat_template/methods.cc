@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/text/chat_template/arguments.h"
@@ -277,8 +278,10 @@ std::string PyFormat(const std::string& format, const CallArgs& args) {
       if (auto_index >= args.positional.size()) Fail("format(): replacement index out of range");
       value = &args.positional[auto_index++];
     } else if (std::all_of(field.begin(), field.end(), ::isdigit)) {
-      size_t index = std::stoul(field);
-      if (index >= args.positional.size()) Fail("format(): replacement index out of range");
+      size_t index = 0;
+      if (!absl::SimpleAtoi(field, &index) || index >= args.positional.size()) {
+        Fail("format(): replacement index out of range");
+      }
       value = &args.positional[index];
     } else {
       for (const auto& [k, v] : args.keyword) {
@@ -338,9 +341,17 @@ std::string PercentFormat(const std::string& format, const Value& args) {
         break;
       case 'f': {
         if (!value->is_number()) Fail(absl::StrCat("%f format: a real number is required, not ", value->TypeName()));
-        char buf[512];
-        std::snprintf(buf, sizeof(buf), "%.*f", precision.empty() ? 6 : std::stoi(precision), value->as_double());
-        out += buf;
+        // Python takes any precision that fits in an int; kvserve stops at
+        // 1,000 digits, so that a template cannot ask for gigabytes.
+        int digits = 6;
+        if (!precision.empty() && (!absl::SimpleAtoi(precision, &digits) || digits > 1000)) {
+          Fail(absl::StrCat("%f format: precision ", precision, " is over kvserve's limit of 1000"));
+        }
+        const int size = std::snprintf(nullptr, 0, "%.*f", digits, value->as_double());
+        std::string formatted(size_t(size) + 1, '\0');
+        std::snprintf(formatted.data(), formatted.size(), "%.*f", digits, value->as_double());
+        formatted.resize(size_t(size));
+        out += formatted;
         break;
       }
       default: Fail(absl::StrCat("unsupported format character '", std::string(1, conv), "'"));

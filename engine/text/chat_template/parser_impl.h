@@ -75,6 +75,9 @@ class Parser {
   ExprPtr ParseUnary(bool with_filter);
   ExprPtr ParsePrimary();
   ExprPtr ParsePostfix(ExprPtr node);
+  // An integer token's value; a parse error naming it when it does not fit
+  // in 64 bits.
+  int64_t IntegerLiteral(const Token& t);
   ExprPtr ParseSubscript(ExprPtr node);
   void ParseCallArgs(Expr* call);
   ExprPtr ParseCall(ExprPtr node);

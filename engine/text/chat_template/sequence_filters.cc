@@ -3,6 +3,7 @@
 // reverse. The lazy ones return generators, as in jinja2.
 #include <algorithm>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/text/chat_template/arguments.h"
@@ -19,9 +20,12 @@ Value GetPath(Interpreter& interp, Value value, const std::string& path) {
   while (true) {
     size_t dot = path.find('.', start);
     std::string part = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-    bool numeric = !part.empty() && std::all_of(part.begin(), part.end(), ::isdigit);
-    value = numeric ? interp.GetItem(value, Value(static_cast<int64_t>(std::stoll(part))))
-                    : interp.GetItem(value, Value(part));
+    int64_t index = 0;
+    // A digit string too long for 64 bits indexes nothing; looked up as text
+    // it finds nothing either (jinja2: an int too big to index, undefined).
+    bool numeric = !part.empty() && std::all_of(part.begin(), part.end(), ::isdigit) &&
+                   absl::SimpleAtoi(part, &index);
+    value = numeric ? interp.GetItem(value, Value(index)) : interp.GetItem(value, Value(part));
     if (dot == std::string::npos) return value;
     start = dot + 1;
   }
