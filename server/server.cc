@@ -75,7 +75,10 @@ absl::StatusOr<std::unique_ptr<KvServer>> KvServer::Start(const ServerOptions& o
   const std::string address = absl::StrCat(options.host, ":", options.port);
   builder.AddListeningPort(address, *creds, &server->port_);
   if (options.auth) {
-    server->auth_service_ = std::make_unique<AuthenticatingService>(server->service_, options.auth);
+    server->auth_service_ = std::make_unique<AuthenticatingService>(
+        server->service_, options.auth, [metrics = &server->metrics_registry_](AuthResult r) {
+          metrics->RecordAuthFailure(r, Api::kGrpc);
+        });
     builder.RegisterService(server->auth_service_.get());
   } else {
     builder.RegisterService(&server->service_);

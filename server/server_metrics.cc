@@ -5,13 +5,25 @@ namespace {
 
 const char* ApiLabel(Api api) { return api == Api::kHttp ? "http" : "grpc"; }
 
+const char* ReasonLabel(AuthResult result) {
+  switch (result) {
+    case AuthResult::kMissing: return "missing";
+    case AuthResult::kMalformed: return "malformed";
+    default: return "rejected";
+  }
+}
+
 }  // namespace
 
 ServerMetrics::ServerMetrics(prometheus::Registry& registry)
     : requests_(prometheus::BuildCounter()
                     .Name("kvserve_requests_total")
                     .Help("Generate requests that ended, by API and outcome")
-                    .Register(registry)) {
+                    .Register(registry)),
+      auth_failures_(prometheus::BuildCounter()
+                         .Name("kvserve_auth_failures_total")
+                         .Help("Requests refused by bearer-token authentication, by API and reason")
+                         .Register(registry)) {
   // Every (api, outcome) pair appears from the start, at 0.
   for (Api api : {Api::kGrpc, Api::kHttp}) {
     for (const char* outcome : {"length", "eos", "stop", "cancelled", "deadline_exceeded",
@@ -19,11 +31,18 @@ ServerMetrics::ServerMetrics(prometheus::Registry& registry)
                                 "unavailable", "error"}) {
       requests_.Add({{"api", ApiLabel(api)}, {"outcome", outcome}});
     }
+    for (AuthResult r : {AuthResult::kMissing, AuthResult::kMalformed, AuthResult::kRejected}) {
+      auth_failures_.Add({{"api", ApiLabel(api)}, {"reason", ReasonLabel(r)}});
+    }
   }
 }
 
 void ServerMetrics::RecordOutcome(const std::string& outcome, Api api) {
   requests_.Add({{"api", ApiLabel(api)}, {"outcome", outcome}}).Increment();
+}
+
+void ServerMetrics::RecordAuthFailure(AuthResult result, Api api) {
+  auth_failures_.Add({{"api", ApiLabel(api)}, {"reason", ReasonLabel(result)}}).Increment();
 }
 
 }  // namespace kvserve

@@ -9,6 +9,7 @@
 #include "prometheus/counter.h"
 #include "prometheus/family.h"
 #include "prometheus/registry.h"
+#include "server/auth/bearer_tokens.h"
 
 namespace kvserve {
 
@@ -18,9 +19,14 @@ class ServerMetrics {
  public:
   explicit ServerMetrics(prometheus::Registry& registry);
   void RecordOutcome(const std::string& outcome, Api api = Api::kGrpc);
+  /// A request refused by bearer-token authentication (any method or route,
+  /// not only generation): kvserve_auth_failures_total{api, reason}, reason
+  /// "missing", "malformed" or "rejected" (docs/security.md).
+  void RecordAuthFailure(AuthResult result, Api api);
 
  private:
   prometheus::Family<prometheus::Counter>& requests_;
+  prometheus::Family<prometheus::Counter>& auth_failures_;
 };
 
 }  // namespace kvserve

@@ -21,7 +21,7 @@ import urllib.request
 
 import grpc
 from kvserve.v1 import inference_pb2, inference_pb2_grpc
-from kvserve_server import KvserveServer
+from kvserve_server import KvserveServer, scrape
 
 TOKENS = ["tok-alpha", "tok-beta"]
 TIMEOUT_S = 120
@@ -158,6 +158,32 @@ class AuthBinaryTest(unittest.TestCase):
             for token in TOKENS:
                 with self.subTest(method=name, token=token):
                     self.assertTrue(call((("authorization", f"Bearer {token}"),)))
+
+    def test_refusals_are_counted_by_api_and_reason(self):
+        def failures():
+            values = scrape(self.server.metrics_url)
+            return {(api, reason): values[
+                        f'kvserve_auth_failures_total{{api="{api}",reason="{reason}"}}']
+                    for api in ("grpc", "http") for reason in ("missing", "malformed", "rejected")}
+        before = failures()
+        self.http("GET", "/v1/models")
+        self.http("GET", "/v1/models", token="tok-gamma")
+        self.http("GET", "/v1/models", token="tok-delta")
+        self.http("GET", "/v1/models", authorization="Basic dG9rLWFscGhh")
+        self.http("GET", "/v1/models", token="tok-alpha")  # accepted: not counted
+        self.http("GET", "/health")  # open: not counted
+        info = self.stub.GetModelInfo
+        for metadata in [(), (), (("authorization", "tok-alpha"),),
+                         (("authorization", "Bearer tok-gamma"),)]:
+            with self.assertRaises(grpc.RpcError):
+                info(inference_pb2.GetModelInfoRequest(), metadata=metadata, timeout=TIMEOUT_S)
+        info(inference_pb2.GetModelInfoRequest(), timeout=TIMEOUT_S,
+             metadata=(("authorization", "Bearer tok-beta"),))
+        after = failures()
+        delta = {key: after[key] - before[key] for key in after}
+        self.assertEqual(delta, {("http", "missing"): 1, ("http", "rejected"): 2,
+                                 ("http", "malformed"): 1, ("grpc", "missing"): 2,
+                                 ("grpc", "malformed"): 1, ("grpc", "rejected"): 1})
 
     def test_grpc_health_and_reflection_are_open(self):
         # No Python stubs of grpc.health.v1 (a generated "grpc" package would

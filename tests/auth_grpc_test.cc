@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <functional>
 
+#include "absl/strings/str_cat.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "gtest/gtest.h"
 #include "kernels/cpu/cpu_backend.h"
@@ -156,6 +157,14 @@ TEST_F(AuthGrpcTest, EveryMethodRefusesAMissingOrWrongToken) {
     twice.AddMetadata("authorization", "Bearer token-three");
     EXPECT_EQ(m.call(*stub_, &twice).error_code(), grpc::StatusCode::UNAUTHENTICATED);
   }
+  // Each refusal counted once, by reason: per method one missing, two
+  // rejected (a wrong token, a longer one) and two malformed ("Basic", two values).
+  const double methods = static_cast<double>(EveryMethod().size());
+  EXPECT_EQ(server_->Metric(R"(kvserve_auth_failures_total{api="grpc",reason="missing"})"), methods);
+  EXPECT_EQ(server_->Metric(R"(kvserve_auth_failures_total{api="grpc",reason="rejected"})"),
+            2 * methods);
+  EXPECT_EQ(server_->Metric(R"(kvserve_auth_failures_total{api="grpc",reason="malformed"})"),
+            2 * methods);
 }
 
 TEST_F(AuthGrpcTest, EveryMethodServesARightToken) {
@@ -170,6 +179,12 @@ TEST_F(AuthGrpcTest, EveryMethodServesARightToken) {
             << status.error_message();
       }
     }
+  }
+  for (const char* reason : {"missing", "rejected", "malformed"}) {
+    EXPECT_EQ(server_->Metric(absl::StrCat(R"(kvserve_auth_failures_total{api="grpc",reason=")",
+                                           reason, R"("})")),
+              0)
+        << reason;
   }
 }
 

@@ -19,17 +19,15 @@ class RefusedStream final : public grpc::ServerWriteReactor<v1::GenerateResponse
 
 grpc::Status AuthenticatingService::Authenticate(
     const grpc::CallbackServerContext& context) const {
-  std::optional<std::string_view> authorization;
+  AuthResult result = AuthResult::kMalformed;  // two values: which one a proxy meant is unclear
   const auto [first, last] = context.client_metadata().equal_range("authorization");
-  if (first != last) {
-    if (std::next(first) != last) {
-      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                          AuthFailureMessage(AuthResult::kMalformed));
-    }
-    authorization = std::string_view(first->second.data(), first->second.size());
+  if (first == last) {
+    result = tokens_->Check(std::nullopt);
+  } else if (std::next(first) == last) {
+    result = tokens_->Check(std::string_view(first->second.data(), first->second.size()));
   }
-  const AuthResult result = tokens_->Check(authorization);
   if (result == AuthResult::kAccepted) return grpc::Status::OK;
+  if (on_refused_) on_refused_(result);
   return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, AuthFailureMessage(result));
 }
 

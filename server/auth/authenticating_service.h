@@ -10,6 +10,7 @@
 // auth_grpc_test calls every method of the service descriptor to catch one.
 #pragma once
 
+#include <functional>
 #include <memory>
 
 #include "kvserve/v1/inference.grpc.pb.h"
@@ -19,10 +20,15 @@ namespace kvserve {
 
 class AuthenticatingService final : public v1::Inference::CallbackService {
  public:
+  /// Called with the reason of each refusal (the server counts them in
+  /// kvserve_auth_failures_total); must be thread-safe.
+  using RefusalObserver = std::function<void(AuthResult)>;
+
   /// `inner` must outlive this service.
   AuthenticatingService(v1::Inference::CallbackService& inner,
-                        std::shared_ptr<const BearerTokens> tokens)
-      : inner_(inner), tokens_(std::move(tokens)) {}
+                        std::shared_ptr<const BearerTokens> tokens,
+                        RefusalObserver on_refused = nullptr)
+      : inner_(inner), tokens_(std::move(tokens)), on_refused_(std::move(on_refused)) {}
 
   grpc::ServerUnaryReactor* Generate(grpc::CallbackServerContext* context,
                                      const v1::GenerateRequest* request,
@@ -53,6 +59,7 @@ class AuthenticatingService final : public v1::Inference::CallbackService {
 
   v1::Inference::CallbackService& inner_;
   std::shared_ptr<const BearerTokens> tokens_;
+  RefusalObserver on_refused_;
 };
 
 }  // namespace kvserve

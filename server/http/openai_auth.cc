@@ -16,6 +16,7 @@ std::optional<HttpReply> OpenAiService::Authenticate(
                                                 : std::optional(authorization.front()));
   }
   if (result == AuthResult::kAccepted) return std::nullopt;
+  metrics_.RecordAuthFailure(result, Api::kHttp);
   // OpenAI's own answers: type invalid_request_error; code invalid_api_key for
   // a wrong key, null when none was sent.
   HttpError error;
