@@ -146,5 +146,6 @@ class DrainHealthTest(unittest.TestCase):
         holder.close()
         self.assertEqual(self.server.wait(timeout=DEADLINE_S), 0)
 
+
 if __name__ == "__main__":
     unittest.main()

@@ -243,11 +243,9 @@ ExprPtr Parser::ParsePrimary() {
 }
 
 int64_t Parser::IntegerLiteral(const Token& t) {
-  int64_t v = 0;
-  for (char c : t.value) {
-    if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, c - '0', &v)) {
-      Error(t, absl::StrCat("integer ", t.value, " does not fit in 64 bits"));
-    }
+  int64_t v = 0;  // the lexer leaves digits only (underscores dropped)
+  if (!absl::SimpleAtoi(t.value, &v)) {
+    Error(t, absl::StrCat("integer ", t.value, " does not fit in 64 bits"));
   }
   return v;
 }
