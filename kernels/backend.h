@@ -39,6 +39,7 @@ struct StepLimits {
   int max_tokens = 0;   // tokens per step
   int max_seqs = 0;     // sequences per step (the largest decode batch)
   int max_context = 0;  // positions per sequence
+  int hidden_size = 0;  // width of the rows RmsNorm / AddRmsNorm normalize
   AttentionShape attention;
   std::vector<LinearLimits> linears;
 };
@@ -85,6 +86,11 @@ class Backend {
     (void)limits;
     return absl::OkStatus();
   }
+
+  /// The fast kernels a backend found wrong on this device at start-up and
+  /// replaced by their reference (names, e.g. "flash_decode"). The server
+  /// logs and exports them; empty on the CPU.
+  virtual std::vector<std::string> KernelFallbacks() const { return {}; }
 
   // Graphs. A decode step padded to its bucket issues the same ops on the
   // same buffers every time (engine/core/decode_buckets.h), so a backend may

@@ -141,8 +141,16 @@ absl::Status CheckRopeSplit(const RopeSplitParams& p) {
   st = CheckTokens("RopeSplitQkv", "k_out", p.k_out, tokens, s.num_kv_heads, s.head_dim,
                    p.qkv.dtype);
   if (!st.ok()) return st;
-  return CheckTokens("RopeSplitQkv", "v_out", p.v_out, tokens, s.num_kv_heads, s.head_dim,
-                     p.qkv.dtype);
+  st = CheckTokens("RopeSplitQkv", "v_out", p.v_out, tokens, s.num_kv_heads, s.head_dim,
+                   p.qkv.dtype);
+  if (!st.ok() || !p.writes_cache()) return st;
+  if ((st = CheckCache("RopeSplitQkv", p.cache, s, p.qkv.dtype)); !st.ok()) return st;
+  if ((st = CheckInt32("RopeSplitQkv", "slot_mapping", p.slot_mapping, 1)); !st.ok()) return st;
+  if (p.slot_mapping.dim(0) != tokens) {
+    return Mismatch("RopeSplitQkv", absl::StrCat("slot_mapping [", tokens, "] int32"),
+                    p.slot_mapping);
+  }
+  return absl::OkStatus();
 }
 
 absl::Status CheckSiluMul(Tensor gate_up, Tensor out) {

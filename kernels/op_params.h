@@ -28,7 +28,11 @@ struct AttentionShape {
 };
 
 /// Splits the fused QKV projection and applies rotary embeddings to Q and K
-/// (rotate-half convention of Hugging Face Llama).
+/// (rotate-half convention of Hugging Face Llama). With a cache (cache.k not
+/// empty), the op also writes each token's rotated K and its V into the
+/// paged cache at slot_mapping, as the attention ops otherwise do first: one
+/// pass over the new K/V instead of two (the attention ops are then told
+/// `kv_written`).
 struct RopeSplitParams {
   Tensor qkv;        // [T, (H + 2*Hkv) * D]  q | k | v per token
   Tensor positions;  // [T] int32 absolute position of each token
@@ -37,6 +41,9 @@ struct RopeSplitParams {
   Tensor k_out;      // [T, Hkv, D]
   Tensor v_out;      // [T, Hkv, D]
   AttentionShape shape;
+  Tensor slot_mapping;  // [T] int32 cache slot of each token (kPadSlot: none); with `cache`
+  PagedKvCache cache;   // empty: no cache write
+  bool writes_cache() const { return !cache.k.empty(); }
 };
 
 /// Causal attention for a packed, variable-length batch of prompt chunks (no
@@ -60,6 +67,7 @@ struct PrefillAttentionParams {
   int num_seqs = 0;         // B
   int max_q_len = 0;        // max chunk length (launch sizing)
   int max_context_len = 0;  // max of context_lens (launch sizing)
+  bool kv_written = false;  // k and v are in the cache already (RopeSplitQkv wrote them)
 };
 
 /// One new query token per sequence (incremental decoding). The op writes the
@@ -77,6 +85,7 @@ struct DecodeAttentionParams {
   AttentionShape shape;
   int num_seqs = 0;
   int max_context_len = 0;
+  bool kv_written = false;  // k and v are in the cache already (RopeSplitQkv wrote them)
 };
 
 /// Per-row logit adjustments applied before the sampling rule (penalties and

@@ -23,6 +23,8 @@
 #include "kernels/cuda/decode_attention.h"
 #include "kernels/cuda/device_error.h"
 #include "kernels/cuda/dispatch.h"
+#include "kernels/cuda/flash_decode.h"
+#include "kernels/cuda/flash_decode_layout.h"
 
 namespace kvserve::cuda {
 namespace {
@@ -141,6 +143,124 @@ TEST(DecodePlanTest, ContextsBeyondTheBlockTableAreNotPlannedFor) {
   // max_context_len 0 (not given): the whole table.
   const DecodePlan whole = PlanDecodeAttention(DecodeShape(1, 8, 8, 64, 16, 512, 0), 132);
   EXPECT_GE(int64_t(whole.num_splits) * whole.split_keys, 512 * 16);
+}
+
+// The flash-decode layout: every compiled combination is one the kernel's
+// loops cover exactly (rows of whole 16-byte vectors, tiles inside a block).
+TEST(FlashDecodeLayoutTest, CompiledShapesAreExactTilings) {
+  for (int dim : {64, 128}) {
+    for (int block : {16, 32}) {
+      for (int tile : {1, 4, 8}) {
+        const flash_decode::Layout l = flash_decode::MakeLayout(2, dim, block, tile);
+        SCOPED_TRACE(::testing::Message() << "D " << dim << ", block " << block << ", tile " << tile);
+        ASSERT_TRUE(l.ok);
+        EXPECT_EQ(l.vec, 8);
+        EXPECT_EQ(l.lanes_per_key * l.vec, dim);
+        EXPECT_EQ(l.lanes_per_key * l.keys_per_row, 32);
+        EXPECT_EQ(l.rows * l.keys_per_row, l.tile_keys);
+        EXPECT_EQ(block % l.tile_keys, 0);  // a tile never spans two blocks
+        EXPECT_EQ(l.pass_keys, 4 * l.tile_keys);
+        EXPECT_LE(l.rows, tile >= 8 ? 2 : 4);  // the register budget
+      }
+    }
+  }
+  // Rows that are not a power-of-two number of lanes take the reference.
+  EXPECT_FALSE(flash_decode::MakeLayout(2, 96, 16, 4).ok);
+  EXPECT_FALSE(flash_decode::Serves(4, 64, 16));   // float32
+  EXPECT_FALSE(flash_decode::Serves(2, 32, 16));   // not compiled
+  EXPECT_EQ(flash_decode::GroupTile(1), 1);
+  EXPECT_EQ(flash_decode::GroupTile(2), 4);
+  EXPECT_EQ(flash_decode::GroupTile(4), 4);
+  EXPECT_EQ(flash_decode::GroupTile(7), 8);
+  EXPECT_EQ(flash_decode::GroupTile(16), 8);
+}
+
+DecodeAttentionParams Bf16DecodeShape(int seqs, int heads, int kv_heads, int dim, int block_size,
+                                      int width, int max_context) {
+  DecodeAttentionParams p = DecodeShape(seqs, heads, kv_heads, dim, block_size, width, max_context);
+  p.q = Tensor(nullptr, DType::kBFloat16, {seqs, heads, dim});
+  return p;
+}
+
+TEST(FlashDecodePlanTest, EverySplitIsOneTheKernelAccepts) {
+  for (int num_sms : {1, 16, 132}) {
+    for (int seqs : {1, 3, 32, 64, 256}) {
+      for (int kv_heads : {1, 8}) {
+        for (int group : {1, 2, 4, 7, 8, 16}) {
+          for (int dim : {64, 128}) {
+            for (int block_size : {16, 32}) {
+              for (int context : {0, 1, 15, 16, 17, 140, 600, 4096, 4097, 131072}) {
+                const int width = std::max(1, (context + block_size - 1) / block_size);
+                const DecodeAttentionParams p = Bf16DecodeShape(
+                    seqs, kv_heads * group, kv_heads, dim, block_size, width, context);
+                ASSERT_TRUE(FlashDecodeServes(p));
+                const FlashDecodePlan plan = PlanFlashDecode(p, num_sms);
+                const flash_decode::Layout l =
+                    flash_decode::MakeLayout(2, dim, block_size, plan.group_tile);
+                SCOPED_TRACE(::testing::Message()
+                             << "sms " << num_sms << ", B " << seqs << ", Hkv " << kv_heads
+                             << ", group " << group << ", D " << dim << ", block " << block_size
+                             << ", context " << context << ": " << plan.num_splits << " x "
+                             << plan.split_keys);
+                ASSERT_GE(plan.num_splits, 1);
+                ASSERT_LE(plan.num_splits, flash_decode::kMaxSplits);
+                ASSERT_EQ(plan.split_keys % l.pass_keys, 0);  // whole passes, whole tiles
+                ASSERT_GE(plan.group_chunks * plan.group_tile, group);
+                ASSERT_LT((plan.group_chunks - 1) * plan.group_tile, group);
+                // max_context_len 0 means "not given": the plan covers the whole table.
+                const int64_t keys = context > 0 ? context : int64_t(width) * block_size;
+                const int64_t covered = int64_t(plan.num_splits) * plan.split_keys;
+                ASSERT_GE(covered, keys);
+                ASSERT_LT(int64_t(plan.num_splits - 1) * plan.split_keys, keys);
+                const size_t want_ws = plan.num_splits > 1 ? size_t(seqs) * kv_heads * group *
+                                                                 plan.num_splits * (dim + 2)
+                                                           : 0;
+                ASSERT_EQ(plan.workspace_floats, want_ws);
+                ASSERT_EQ(plan.counters, plan.num_splits > 1
+                                             ? size_t(seqs) * kv_heads * plan.group_chunks
+                                             : 0);
+                // What Reserve allocates holds this plan, and a capped plan
+                // stays within its cap and still covers the context.
+                const FlashDecodeReservation r = MaxFlashDecodeReservation(
+                    seqs, p.shape, DType::kBFloat16, block_size, keys, num_sms);
+                ASSERT_LE(plan.workspace_floats, r.workspace_floats);
+                ASSERT_LE(plan.counters, r.counters);
+                ASSERT_EQ(PlanFlashDecode(p, num_sms, r.workspace_floats, r.counters).num_splits,
+                          plan.num_splits);
+                for (size_t cap : {size_t(0), plan.workspace_floats / 2}) {
+                  const FlashDecodePlan capped = PlanFlashDecode(p, num_sms, cap, r.counters);
+                  ASSERT_LE(capped.workspace_floats, cap);
+                  ASSERT_GE(int64_t(capped.num_splits) * capped.split_keys, keys);
+                }
+                const FlashDecodePlan no_counters = PlanFlashDecode(p, num_sms, SIZE_MAX, 0);
+                ASSERT_EQ(no_counters.num_splits, 1);
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(FlashDecodePlanTest, TheDocumentedCases) {
+  // docs/cuda.md: Llama-3.2-1B (32 heads, 8 KV heads, D 64) on an H100.
+  // Batch 1 at 140 keys: three splits of one 64-key pass, 24 CTAs.
+  FlashDecodePlan plan = PlanFlashDecode(Bf16DecodeShape(1, 32, 8, 64, 16, 9, 140), 132);
+  EXPECT_EQ(plan.group_tile, 4);
+  EXPECT_EQ(plan.num_splits, 3);
+  EXPECT_EQ(plan.split_keys, 64);
+  // Batch 1 at 4096 keys: 66 splits of 64 keys, 528 CTAs (4 per SM).
+  plan = PlanFlashDecode(Bf16DecodeShape(1, 32, 8, 64, 16, 256, 4096), 132);
+  EXPECT_EQ(plan.num_splits, 64);
+  EXPECT_EQ(plan.split_keys, 64);
+  // Batch 32 at 4096 keys: 256 CTAs already, so two or three splits.
+  plan = PlanFlashDecode(Bf16DecodeShape(32, 32, 8, 64, 16, 256, 4096), 132);
+  EXPECT_EQ(plan.num_splits, 3);
+  // Batch 128: the batch fills the device, no split, no workspace.
+  plan = PlanFlashDecode(Bf16DecodeShape(128, 32, 8, 64, 16, 256, 4096), 132);
+  EXPECT_EQ(plan.num_splits, 1);
+  EXPECT_EQ(plan.workspace_floats, 0u);
 }
 
 // The device word's messages against the CPU backend's on the same mistake.

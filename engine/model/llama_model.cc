@@ -30,6 +30,7 @@ StepLimits LlamaModel::Limits() const {
   // sequence; the engine passes max_num_seqs as max_samples.
   limits.max_seqs = std::min(max_tokens_, max_samples_);
   limits.max_context = config_.max_context;
+  limits.hidden_size = config_.hidden_size;
   limits.attention = attention_shape_;
   const DType dt = backend_.compute_dtype();
   for (const LayerWeights& l : weights_.layers) {
@@ -92,6 +93,7 @@ absl::Status LlamaModel::Attention(const StepBatch& b, const PagedKvCache& cache
     p.num_seqs = b.num_prefill_seqs;
     p.max_q_len = b.prefill_max_q_len;
     p.max_context_len = b.prefill_max_context;
+    p.kv_written = true;
     RETURN_IF_ERROR(backend_.PrefillAttention(p));
   }
   if (b.num_decode_seqs > 0) {
@@ -108,6 +110,7 @@ absl::Status LlamaModel::Attention(const StepBatch& b, const PagedKvCache& cache
     p.shape = attention_shape_;
     p.num_seqs = td;
     p.max_context_len = b.decode_max_context;
+    p.kv_written = true;
     RETURN_IF_ERROR(backend_.DecodeAttention(p));
   }
   return absl::OkStatus();
@@ -138,7 +141,18 @@ absl::StatusOr<Tensor> LlamaModel::Forward(const StepBatch& b, const KvCache& ca
       RETURN_IF_ERROR(be.AddRmsNorm(residual, proj, l.input_norm, c.rms_norm_eps, normed));
     }
     RETURN_IF_ERROR(be.Linear(normed, l.qkv, l.qkv_bias, qkv));
-    RopeSplitParams rope{qkv, b.positions, rope_table_, q, k, v, attention_shape_};
+    // The rotation also writes the step's K/V into the cache (one pass over
+    // them); the attention ops are told so.
+    RopeSplitParams rope;
+    rope.qkv = qkv;
+    rope.positions = b.positions;
+    rope.cos_sin = rope_table_;
+    rope.q_out = q;
+    rope.k_out = k;
+    rope.v_out = v;
+    rope.shape = attention_shape_;
+    rope.slot_mapping = b.slot_mapping;
+    rope.cache = cache.layer(i);
     RETURN_IF_ERROR(be.RopeSplitQkv(rope));
     RETURN_IF_ERROR(Attention(b, cache.layer(i), q, k, v, attn));
     RETURN_IF_ERROR(be.Linear(attn_flat, l.o_proj, l.o_bias, proj));

@@ -34,7 +34,9 @@ struct PagedRows {
   }
 };
 
-absl::Status WriteCache(Tensor k, Tensor v, Tensor slot_mapping, const PagedKvCache& cache) {
+}  // namespace
+
+absl::Status WriteKvCache(Tensor k, Tensor v, Tensor slot_mapping, const PagedKvCache& cache) {
   const int64_t tokens = k.dim(0);
   const int64_t token_elems = k.dim(1) * k.dim(2);
   const int64_t num_slots = cache.k.dim(0) * cache.block_size;
@@ -51,6 +53,8 @@ absl::Status WriteCache(Tensor k, Tensor v, Tensor slot_mapping, const PagedKvCa
   }
   return absl::OkStatus();
 }
+
+namespace {
 
 // x·y with eight independent partial sums: the compiler can keep them in
 // one SIMD register without reassociating a single sum (which strict IEEE
@@ -157,7 +161,9 @@ absl::Status CheckBlockTable(const int32_t* table, int num_keys, int block_size,
 }  // namespace
 
 absl::Status PrefillAttention(const PrefillAttentionParams& p) {
-  if (absl::Status s = WriteCache(p.k, p.v, p.slot_mapping, p.cache); !s.ok()) return s;
+  if (!p.kv_written) {
+    if (absl::Status s = WriteKvCache(p.k, p.v, p.slot_mapping, p.cache); !s.ok()) return s;
+  }
   const AttentionShape& shape = p.shape;
   const int group = shape.num_heads / shape.num_kv_heads;
   const int dim = shape.head_dim;
@@ -203,7 +209,9 @@ absl::Status PrefillAttention(const PrefillAttentionParams& p) {
 }
 
 absl::Status DecodeAttention(const DecodeAttentionParams& p) {
-  if (absl::Status s = WriteCache(p.k, p.v, p.slot_mapping, p.cache); !s.ok()) return s;
+  if (!p.kv_written) {
+    if (absl::Status s = WriteKvCache(p.k, p.v, p.slot_mapping, p.cache); !s.ok()) return s;
+  }
   const AttentionShape& shape = p.shape;
   const int group = shape.num_heads / shape.num_kv_heads;
   const int dim = shape.head_dim;

@@ -15,6 +15,9 @@ void Linear(Tensor x, Tensor weight, Tensor bias, Tensor out);
 absl::Status RopeSplitQkv(const RopeSplitParams& p);
 void SiluMul(Tensor gate_up, Tensor out);
 absl::Status GatherRows(Tensor x, Tensor rows, Tensor out);
+/// Copies each token's k and v rows into the paged cache at slot_mapping
+/// (kPadSlot: skipped); OutOfRange for any other slot outside the cache.
+absl::Status WriteKvCache(Tensor k, Tensor v, Tensor slot_mapping, const PagedKvCache& cache);
 absl::Status PrefillAttention(const PrefillAttentionParams& p);
 absl::Status DecodeAttention(const DecodeAttentionParams& p);
 void Sample(const SampleParams& p);

@@ -81,6 +81,7 @@ absl::Status RopeSplitQkv(const RopeSplitParams& p) {
     std::memcpy(p.v_out.as<float>() + t * kv_heads * dim, k_src + kv_heads * dim,
                 sizeof(float) * kv_heads * dim);
   }
+  if (p.writes_cache()) return WriteKvCache(p.k_out, p.v_out, p.slot_mapping, p.cache);
   return absl::OkStatus();
 }
 

@@ -13,6 +13,8 @@
 #include "kernels/cuda/device_info.h"
 #include "kernels/cuda/dispatch.h"
 #include "kernels/cuda/elementwise.h"
+#include "kernels/cuda/flash_decode.h"
+#include "kernels/cuda/kernel_self_check.h"
 #include "kernels/cuda/kv_cache_write.h"
 #include "kernels/cuda/prefill_attention.h"
 #include "kernels/cuda/rmsnorm.cuh"
@@ -47,6 +49,7 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const CudaBacke
   std::unique_ptr<CudaBackend> b(new CudaBackend());
   b->dtype_ = options.dtype;
   b->graphs_enabled_ = options.graphs;
+  b->fast_.decode = b->fast_.rope = b->fast_.rmsnorm = options.fast_kernels;
   RETURN_IF_CUDA_ERROR(cudaSetDevice(0));
   cudaDeviceProp prop{};
   RETURN_IF_CUDA_ERROR(cudaGetDeviceProperties(&prop, 0));
@@ -131,6 +134,32 @@ absl::Status CudaBackend::Reserve(const StepLimits& limits) {
     ASSIGN_OR_RETURN(decode_workspace_, CudaBuffer::Allocate(floats * sizeof(float)));
     decode_workspace_floats_ = floats;
   }
+  // The flash-decode workspace and counters, for whichever served block
+  // size the KV cache will have (it is made after Reserve).
+  FlashDecodeReservation flash;
+  if (shape.head_dim > 0) {
+    for (int block_size : kServedBlockSizes) {
+      const FlashDecodeReservation r = MaxFlashDecodeReservation(
+          limits.max_seqs, shape, dtype_, block_size, limits.max_context, num_sms_);
+      flash.workspace_floats = std::max(flash.workspace_floats, r.workspace_floats);
+      flash.counters = std::max(flash.counters, r.counters);
+    }
+  }
+  if (flash.workspace_floats > flash_workspace_floats_) {
+    flash_workspace_.reset();
+    flash_workspace_floats_ = 0;
+    ASSIGN_OR_RETURN(flash_workspace_, CudaBuffer::Allocate(flash.workspace_floats * sizeof(float)));
+    flash_workspace_floats_ = flash.workspace_floats;
+  }
+  if (flash.counters > flash_counters_size_) {
+    flash_counters_.reset();
+    flash_counters_size_ = 0;
+    ASSIGN_OR_RETURN(flash_counters_, CudaBuffer::Allocate(flash.counters * sizeof(int)));
+    RETURN_IF_CUDA_ERROR(
+        cudaMemsetAsync(flash_counters_->data(), 0, flash.counters * sizeof(int), stream()));
+    flash_counters_size_ = flash.counters;
+  }
+  RETURN_IF_ERROR(SelfCheckFastKernels(limits));
   const auto start = std::chrono::steady_clock::now();
   RETURN_IF_ERROR(gemm_->Warmup(limits.linears, limits.max_seqs));
   KV_LOG(INFO) << "CUDA backend: decode split workspace " << (decode_workspace_floats_ * 4 >> 20)
@@ -140,6 +169,50 @@ absl::Status CudaBackend::Reserve(const StepLimits& limits) {
                       .count()
                << " ms";
   return absl::OkStatus();
+}
+
+absl::Status CudaBackend::SelfCheckFastKernels(const StepLimits& limits) {
+  const SelfCheckDevice device{stream(), static_cast<DeviceError*>(error_device_->data()),
+                               num_sms_};
+  const AttentionShape& shape = limits.attention;
+  // A CUDA error (not a disagreement) fails start-up: the device is unusable.
+  auto check = [&](bool& enabled, const char* kernel, auto run) -> absl::Status {
+    if (!enabled) return absl::OkStatus();
+    absl::Status s = run();
+    if (absl::IsFailedPrecondition(s)) {
+      enabled = false;
+      FallBack(kernel, s);
+      return absl::OkStatus();
+    }
+    return s;
+  };
+  const auto start = std::chrono::steady_clock::now();
+  if (shape.head_dim > 0) {
+    for (int block_size : kServedBlockSizes) {
+      RETURN_IF_ERROR(check(fast_.decode, "flash_decode", [&] {
+        return SelfCheckFlashDecode(device, dtype_, shape, block_size);
+      }));
+      RETURN_IF_ERROR(check(fast_.rope, "rope_kv_write", [&] {
+        return SelfCheckRopeKvWrite(device, dtype_, shape, block_size);
+      }));
+    }
+  }
+  RETURN_IF_ERROR(check(fast_.rmsnorm, "rmsnorm", [&] {
+    return SelfCheckRmsNorm(device, dtype_, limits.hidden_size);
+  }));
+  KV_LOG(INFO) << "CUDA backend: fast kernels checked against the reference in "
+               << std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                      .count()
+               << " ms: flash decode " << (fast_.decode ? "on" : "off") << ", RoPE + KV write "
+               << (fast_.rope ? "on" : "off") << ", RMSNorm " << (fast_.rmsnorm ? "on" : "off");
+  return absl::OkStatus();
+}
+
+void CudaBackend::FallBack(const std::string& kernel, const absl::Status& why) {
+  KV_LOG(ERROR) << "CUDA backend: the fast kernel " << kernel
+                << " disagrees with its reference on this GPU; the reference serves instead: "
+                << why.message();
+  fallbacks_.push_back(kernel);
 }
 
 absl::Status CudaBackend::EnqueueErrorFetch() {
@@ -204,12 +277,14 @@ absl::Status CudaBackend::Embedding(Tensor ids, Tensor table, Tensor out) {
 
 absl::Status CudaBackend::RmsNorm(Tensor x, Tensor weight, float eps, Tensor out) {
   RETURN_IF_ERROR(CheckRmsNorm(x, weight, out));
+  if (fast_.rmsnorm) return LaunchRmsNormFast(Tensor(), x, weight, eps, out, stream());
   return LaunchRmsNorm(Tensor(), x, weight, eps, out, stream());
 }
 
 absl::Status CudaBackend::AddRmsNorm(Tensor residual, Tensor x, Tensor weight, float eps,
                                      Tensor out) {
   RETURN_IF_ERROR(CheckAddRmsNorm(residual, x, weight, out));
+  if (fast_.rmsnorm) return LaunchRmsNormFast(residual, x, weight, eps, out, stream());
   return LaunchRmsNorm(residual, x, weight, eps, out, stream());
 }
 
@@ -220,7 +295,9 @@ absl::Status CudaBackend::Linear(Tensor x, Tensor weight, Tensor bias, Tensor ou
 
 absl::Status CudaBackend::RopeSplitQkv(const RopeSplitParams& params) {
   RETURN_IF_ERROR(CheckRopeSplit(params));
-  return LaunchRopeSplit(params, static_cast<DeviceError*>(error_device_->data()), stream());
+  auto* error = static_cast<DeviceError*>(error_device_->data());
+  if (fast_.rope) return LaunchRopeSplitKvWrite(params, error, stream());
+  return LaunchRopeSplit(params, error, stream());
 }
 
 absl::Status CudaBackend::SiluMul(Tensor gate_up, Tensor out) {
@@ -240,7 +317,9 @@ absl::Status CudaBackend::PrefillAttention(const PrefillAttentionParams& p) {
   RETURN_IF_ERROR(
       RequireAligned16("PrefillAttention", {&p.q, &p.k, &p.v, &p.out, &p.cache.k, &p.cache.v}));
   auto* error = static_cast<DeviceError*>(error_device_->data());
-  RETURN_IF_ERROR(LaunchKvCacheWrite(p.k, p.v, p.slot_mapping, p.cache, error, stream()));
+  if (!p.kv_written) {
+    RETURN_IF_ERROR(LaunchKvCacheWrite(p.k, p.v, p.slot_mapping, p.cache, error, stream()));
+  }
   return LaunchPrefillAttention(p, error, stream());
 }
 
@@ -250,6 +329,18 @@ absl::Status CudaBackend::DecodeAttention(const DecodeAttentionParams& p) {
   RETURN_IF_ERROR(
       RequireAligned16("DecodeAttention", {&p.q, &p.k, &p.v, &p.out, &p.cache.k, &p.cache.v}));
   auto* error = static_cast<DeviceError*>(error_device_->data());
+  if (!p.kv_written) {
+    RETURN_IF_ERROR(LaunchKvCacheWrite(p.k, p.v, p.slot_mapping, p.cache, error, stream()));
+  }
+  if (fast_.decode && FlashDecodeServes(p)) {
+    // Within what Reserve sized (none before it: one split, as exact).
+    const FlashDecodePlan plan =
+        PlanFlashDecode(p, num_sms_, flash_workspace_floats_, flash_counters_size_);
+    float* workspace =
+        plan.workspace_floats > 0 ? static_cast<float*>(flash_workspace_->data()) : nullptr;
+    int* counters = plan.counters > 0 ? static_cast<int*>(flash_counters_->data()) : nullptr;
+    return LaunchFlashDecode(p, plan, workspace, counters, error, stream());
+  }
   // Within the workspace Reserve sized: no allocation here, ever.
   const DecodePlan plan = PlanDecodeAttention(p, num_sms_, decode_workspace_floats_);
   if (!decode_cap_logged_ &&
@@ -259,7 +350,6 @@ absl::Status CudaBackend::DecodeAttention(const DecodeAttentionParams& p) {
                     << decode_workspace_floats_ << " floats): fewer splits (slower, as exact)";
     decode_cap_logged_ = true;
   }
-  RETURN_IF_ERROR(LaunchKvCacheWrite(p.k, p.v, p.slot_mapping, p.cache, error, stream()));
   float* workspace =
       plan.workspace_floats > 0 ? static_cast<float*>(decode_workspace_->data()) : nullptr;
   return LaunchDecodeAttention(p, plan, workspace, error, stream());

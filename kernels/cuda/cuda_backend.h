@@ -39,6 +39,11 @@ struct CudaBackendOptions {
   /// Record each decode bucket's step as a CUDA graph and replay it
   /// (--cuda_graphs; off by default until verified on a GPU, docs/cuda.md).
   bool graphs = false;
+  /// The fast kernels (flash decode, fused RoPE + KV write, one-pass
+  /// RMSNorm) wherever they serve the op, each checked against its reference
+  /// kernel by Reserve on this GPU and replaced by it if they disagree;
+  /// false: the reference kernels everywhere (docs/cuda.md).
+  bool fast_kernels = true;
 };
 
 class CudaBackend final : public Backend {
@@ -83,6 +88,9 @@ class CudaBackend final : public Backend {
   absl::Status Sample(const SampleParams& params) override;
 
   cudaStream_t stream() const { return stream_.get(); }
+  /// The fast kernels that failed their start-up check (the reference serves
+  /// instead), e.g. "flash_decode": empty when all agree.
+  std::vector<std::string> KernelFallbacks() const override { return fallbacks_; }
   /// "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs)".
   const std::string& device_name() const { return device_name_; }
 
@@ -93,6 +101,12 @@ class CudaBackend final : public Backend {
   absl::Status TakeDeviceError();
   /// Enqueues the copy of the device error word into pinned memory.
   absl::Status EnqueueErrorFetch();
+  /// Runs each enabled fast kernel against its reference on inputs shaped
+  /// like `limits` (kernel_self_check.h); turns off, logs and records those
+  /// that disagree.
+  absl::Status SelfCheckFastKernels(const StepLimits& limits);
+  /// Records a failed self-check: the reference serves from now on.
+  void FallBack(const std::string& kernel, const absl::Status& why);
 
   DType dtype_ = DType::kBFloat16;
   int num_sms_ = 1;
@@ -107,6 +121,19 @@ class CudaBackend final : public Backend {
   DeviceBufferPtr decode_workspace_;
   size_t decode_workspace_floats_ = 0;
   bool decode_cap_logged_ = false;
+  // The flash-decode split workspace and merge counters (zeroed), sized by
+  // Reserve for every served block size.
+  DeviceBufferPtr flash_workspace_;
+  size_t flash_workspace_floats_ = 0;
+  DeviceBufferPtr flash_counters_;
+  size_t flash_counters_size_ = 0;
+  // Which fast kernels serve: the option, then the start-up check.
+  struct FastKernels {
+    bool decode = false;
+    bool rope = false;
+    bool rmsnorm = false;
+  } fast_;
+  std::vector<std::string> fallbacks_;
   bool graphs_enabled_ = false;
   std::vector<CudaGraphExec> graphs_;  // by bucket; empty until recorded
 };

@@ -85,6 +85,28 @@ __global__ void SiluMulKernel(const T* __restrict__ gate_up,  // [rows, 2 * inte
   }
 }
 
+// The same with 16-byte vectors (rows a whole number of them, aligned): one
+// thread per vector, a quarter to an eighth of the load instructions.
+template <typename T>
+__global__ void SiluMulVecKernel(const T* __restrict__ gate_up,  // [rows, 2 * inter]
+                                 int rows, int inter_vecs,       // inter / kVec16<T>
+                                 T* __restrict__ out) {          // [rows, inter]
+  constexpr int kVec = kVec16<T>;
+  for (int r = blockIdx.y; r < rows; r += gridDim.y) {
+    const T* g = gate_up + int64_t(r) * 2 * inter_vecs * kVec;
+    T* o = out + int64_t(r) * inter_vecs * kVec;
+    for (int c = blockIdx.x * blockDim.x + threadIdx.x; c < inter_vecs;
+         c += gridDim.x * blockDim.x) {
+      float gate[kVec], up[kVec], result[kVec];
+      LoadVec16(g + int64_t(c) * kVec, gate);
+      LoadVec16(g + int64_t(inter_vecs + c) * kVec, up);
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) result[e] = gate[e] / (1.f + expf(-gate[e])) * up[e];
+      StoreVec16(result, o + int64_t(c) * kVec);
+    }
+  }
+}
+
 template <typename TOut, typename TBias>
 __global__ void AddBiasKernel(const TBias* __restrict__ bias,  // [n]
                               int rows, int n,
@@ -133,8 +155,15 @@ absl::Status LaunchSiluMul(Tensor gate_up, Tensor out, cudaStream_t stream) {
   RETURN_IF_ERROR(CheckRowShape("SiluMul", rows, 2 * inter));
   return DispatchFloat(out.dtype, "SiluMul", [&](auto tag) -> absl::Status {
     using T = decltype(tag);
-    SiluMulKernel<T><<<RowGrid(rows, inter), kThreads, 0, stream>>>(
-        gate_up.as<const T>(), static_cast<int>(rows), static_cast<int>(inter), out.as<T>());
+    constexpr int kVec = kVec16<T>;
+    if (inter % kVec == 0 && Aligned(gate_up.data, 16) && Aligned(out.data, 16)) {
+      const int64_t vecs = inter / kVec;
+      SiluMulVecKernel<T><<<RowGrid(rows, vecs), kThreads, 0, stream>>>(
+          gate_up.as<const T>(), static_cast<int>(rows), static_cast<int>(vecs), out.as<T>());
+    } else {
+      SiluMulKernel<T><<<RowGrid(rows, inter), kThreads, 0, stream>>>(
+          gate_up.as<const T>(), static_cast<int>(rows), static_cast<int>(inter), out.as<T>());
+    }
     RETURN_IF_LAUNCH_ERROR();
     return absl::OkStatus();
   });

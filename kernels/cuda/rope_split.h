@@ -10,8 +10,15 @@
 
 namespace kvserve::cuda {
 
+/// The reference: one CTA per token, then (with a cache) LaunchKvCacheWrite.
 /// Positions outside the cos/sin table are reported through `error` and
-/// their token's outputs zero-filled.
+/// their token's outputs zero-filled; slots outside the cache are reported
+/// and not written.
 absl::Status LaunchRopeSplit(const RopeSplitParams& p, DeviceError* error, cudaStream_t stream);
+
+/// The same results in one launch spread over (token, head) pairs, with the
+/// cache written in the same pass (docs/cuda.md, "Fused small kernels").
+absl::Status LaunchRopeSplitKvWrite(const RopeSplitParams& p, DeviceError* error,
+                                    cudaStream_t stream);
 
 }  // namespace kvserve::cuda
