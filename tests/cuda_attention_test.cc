@@ -5,7 +5,9 @@
 //
 // Swept: every served head_dim (cuda::kServedHeadDims: 16, 32, 64, 96,
 // 128) × block size {16, 32} × GQA ratio
-// {1, 4, 8} (and one 16), in float32, bfloat16 and float16; prefill of whole
+// {1, 4, 8} (and one 16), in float32, bfloat16 and float16, the 16-bit
+// dtypes both on the fast kernels (tensor-core prefill, flash decode) and on
+// the reference ones; prefill of whole
 // prompts (1..130 tokens), chunked prefill against long cached contexts
 // (up to 2500), decode of 64 sequences (1..600 tokens, never block
 // multiples), one 4096-token sequence (split over the KV length), a mix
@@ -214,11 +216,27 @@ class CudaAttentionTest : public ::testing::TestWithParam<Shape> {
   }
 };
 
+// Each dtype on the default backend (the fast kernels where they serve the
+// shape: tensor-core prefill and flash decode for bf16/f16, D 64/128) and,
+// for the 16-bit dtypes, on one with only the reference kernels.
+struct Variant {
+  DType dtype;
+  bool fast_kernels;
+};
+std::vector<Variant> Variants() {
+  return {{DType::kFloat32, true},   {DType::kBFloat16, true},  {DType::kBFloat16, false},
+          {DType::kFloat16, true},   {DType::kFloat16, false}};
+}
+std::string VariantName(const Variant& v) {
+  return absl::StrCat(DTypeName(v.dtype), v.fast_kernels ? "" : ", reference kernels");
+}
+
 TEST_P(CudaAttentionTest, PrefillMatchesTheCpu) {
   uint32_t seed = 100;
-  for (DType dtype : {DType::kFloat32, DType::kBFloat16, DType::kFloat16}) {
-    SCOPED_TRACE(std::string(DTypeName(dtype)));
-    auto gpu = NewCudaBackend(dtype);
+  for (const Variant& variant : Variants()) {
+    const DType dtype = variant.dtype;
+    SCOPED_TRACE(VariantName(variant));
+    auto gpu = NewCudaBackend(dtype, /*graphs=*/false, variant.fast_kernels);
     ASSERT_NE(gpu, nullptr);
     {
       SCOPED_TRACE("whole prompts");
@@ -246,9 +264,10 @@ StepLimits DecodeLimits(const Shape& s) {
 TEST_P(CudaAttentionTest, DecodeMatchesTheCpu) {
   std::mt19937 rng(7);
   uint32_t seed = 200;
-  for (DType dtype : {DType::kFloat32, DType::kBFloat16, DType::kFloat16}) {
-    SCOPED_TRACE(std::string(DTypeName(dtype)));
-    auto gpu = NewCudaBackend(dtype);
+  for (const Variant& variant : Variants()) {
+    const DType dtype = variant.dtype;
+    SCOPED_TRACE(VariantName(variant));
+    auto gpu = NewCudaBackend(dtype, /*graphs=*/false, variant.fast_kernels);
     ASSERT_NE(gpu, nullptr);
     {
       // Before Reserve there is no split workspace: one split, still exact.
@@ -271,10 +290,16 @@ TEST_P(CudaAttentionTest, DecodeMatchesTheCpu) {
     {
       // At most 128 keys: one split whatever the GPU, so DecodeKernel writes
       // the normalized output itself (no merge), a path the sweeps above
-      // never take on a GPU with many SMs.
+      // never take on a GPU with many SMs. The flash kernel splits from one
+      // 16..64-key pass on, so this has a few splits there.
       SCOPED_TRACE("contexts of at most 128 tokens (one split, no merge)");
       Scenario(GetParam(), dtype, {{1, 1}, {17, 1}, {100, 1}, {128, 1}, {0, 1}}, seed++)
           .Run(*gpu, true);
+    }
+    {
+      // At most 16 keys: one pass of every flash layout, so one split there too.
+      SCOPED_TRACE("contexts of at most 16 tokens (one flash split)");
+      Scenario(GetParam(), dtype, {{1, 1}, {9, 1}, {16, 1}, {0, 1}}, seed++).Run(*gpu, true);
     }
   }
 }
@@ -289,6 +314,8 @@ std::vector<Shape> AllShapes() {
     }
   }
   shapes.push_back({16, 1, 64, 16});  // a group of 16: two CTAs share the KV head
+  shapes.push_back({6, 3, 128, 32});  // a group of 2 in the flash kernel's tile of 4
+  shapes.push_back({14, 2, 64, 16});  // a group of 7 (Qwen2-0.5B) in a tile of 8
   return shapes;
 }
 

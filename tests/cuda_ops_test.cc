@@ -21,6 +21,14 @@ class CudaOpsTest : public ::testing::TestWithParam<DType> {
     if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device: " << cuda::DescribeDevice();
     gpu_ = NewCudaBackend(GetParam());
     ASSERT_NE(gpu_, nullptr);
+    reference_gpu_ = NewCudaBackend(GetParam(), /*graphs=*/false, /*fast_kernels=*/false);
+    ASSERT_NE(reference_gpu_, nullptr);
+  }
+
+  /// The backend with the fast kernels (the default) and the one with only
+  /// their references: both must match the CPU.
+  std::vector<std::pair<std::string, cuda::CudaBackend*>> Backends() {
+    return {{"fast kernels", gpu_.get()}, {"reference kernels", reference_gpu_.get()}};
   }
 
   void ExpectClose(const std::vector<float>& got, const std::vector<float>& want,
@@ -35,6 +43,7 @@ class CudaOpsTest : public ::testing::TestWithParam<DType> {
   std::mt19937 rng_{1234};
   CpuBackend cpu_;
   std::unique_ptr<cuda::CudaBackend> gpu_;
+  std::unique_ptr<cuda::CudaBackend> reference_gpu_;
 };
 
 TEST_P(CudaOpsTest, EmbeddingAndGatherRows) {
@@ -71,7 +80,10 @@ TEST_P(CudaOpsTest, EmbeddingAndGatherRows) {
 }
 
 TEST_P(CudaOpsTest, RmsNormAndFusedResidualAdd) {
-  for (int64_t hidden : {64, 1000, 2048}) {
+  // 8192: four 16-byte vectors per thread in 16-bit dtypes; 12288 float32:
+  // too wide for the one-pass kernel (the reference serves); 1000 float32 and
+  // 100: rows that are (not) whole vectors.
+  for (int64_t hidden : {64, 100, 1000, 2048, 8192, 12288}) {
     SCOPED_TRACE("hidden " + std::to_string(hidden));
     const int64_t rows = 7;
     std::vector<float> x = RandomValues(rng_, rows * hidden, dtype(), 2.f);
@@ -85,17 +97,20 @@ TEST_P(CudaOpsTest, RmsNormAndFusedResidualAdd) {
                                 HostTensor(x, {rows, hidden}), HostTensor(weight, {hidden}), 1e-5f,
                                 HostTensor(want_fused, {rows, hidden}))
                     .ok());
-    DeviceTensor d_x(*gpu_, dtype(), {rows, hidden}), d_w(*gpu_, dtype(), {hidden});
-    DeviceTensor d_res(*gpu_, dtype(), {rows, hidden}), d_out(*gpu_, dtype(), {rows, hidden});
-    d_x.Set(x);
-    d_w.Set(weight);
-    ASSERT_TRUE(gpu_->RmsNorm(d_x, d_w, 1e-5f, d_out).ok());
-    ExpectClose(d_out.Get(), want, "RmsNorm");
-    d_res.Set(residual);
-    d_out.Poison();
-    ASSERT_TRUE(gpu_->AddRmsNorm(d_res, d_x, d_w, 1e-5f, d_out).ok());
-    ExpectClose(d_out.Get(), want_fused, "AddRmsNorm output");
-    ExpectClose(d_res.Get(), want_residual, "AddRmsNorm residual");
+    for (auto [name, gpu] : Backends()) {
+      SCOPED_TRACE(name);
+      DeviceTensor d_x(*gpu, dtype(), {rows, hidden}), d_w(*gpu, dtype(), {hidden});
+      DeviceTensor d_res(*gpu, dtype(), {rows, hidden}), d_out(*gpu, dtype(), {rows, hidden});
+      d_x.Set(x);
+      d_w.Set(weight);
+      ASSERT_TRUE(gpu->RmsNorm(d_x, d_w, 1e-5f, d_out).ok());
+      ExpectClose(d_out.Get(), want, "RmsNorm");
+      d_res.Set(residual);
+      d_out.Poison();
+      ASSERT_TRUE(gpu->AddRmsNorm(d_res, d_x, d_w, 1e-5f, d_out).ok());
+      ExpectClose(d_out.Get(), want_fused, "AddRmsNorm output");
+      ExpectClose(d_res.Get(), want_residual, "AddRmsNorm residual");
+    }
   }
 }
 
@@ -166,6 +181,79 @@ TEST_P(CudaOpsTest, RopeSplitRotatesQAndKAndCopiesV) {
   }
 }
 
+// With a cache, the op also writes each token's rotated K and its V at its
+// slot (padded rows nowhere): the same cache as the CPU's, on the fused
+// kernel and on the reference (rotation, then the cache write).
+TEST_P(CudaOpsTest, RopeSplitWritesTheKvCache) {
+  for (int dim : {64, 128}) {
+    SCOPED_TRACE("head_dim " + std::to_string(dim));
+    const int heads = 8, kv_heads = 2, block_size = 16, blocks = 5;
+    const int64_t tokens = 13, max_pos = 300, row = (heads + 2 * kv_heads) * dim;
+    const int64_t cache_elems = int64_t(blocks) * block_size * kv_heads * dim;
+    std::vector<float> qkv = RandomValues(rng_, tokens * row, dtype());
+    std::vector<float> cos_sin = RandomValues(rng_, max_pos * dim, DType::kFloat32);
+    std::vector<float> cache_in = RandomValues(rng_, cache_elems, dtype());
+    std::vector<int32_t> positions(tokens), slots(tokens);
+    for (int64_t t = 0; t < tokens; ++t) {
+      positions[t] = static_cast<int32_t>(rng_() % max_pos);
+      slots[t] = static_cast<int32_t>((t * 7 + 3) % (blocks * block_size));  // distinct
+    }
+    slots[4] = kPadSlot;
+    std::vector<float> q(tokens * heads * dim), k(tokens * kv_heads * dim), v(k.size());
+    std::vector<float> want_k = cache_in, want_v = cache_in;
+    RopeSplitParams p;
+    p.qkv = HostTensor(qkv, {tokens, row});
+    p.positions = HostInts(positions, {tokens});
+    p.cos_sin = HostTensor(cos_sin, {max_pos, dim});
+    p.q_out = HostTensor(q, {tokens, heads, dim});
+    p.k_out = HostTensor(k, {tokens, kv_heads, dim});
+    p.v_out = HostTensor(v, {tokens, kv_heads, dim});
+    p.shape = AttentionShape{heads, kv_heads, dim, 1.f};
+    p.slot_mapping = HostInts(slots, {tokens});
+    p.cache = PagedKvCache{HostTensor(want_k, {blocks, block_size, kv_heads, dim}),
+                           HostTensor(want_v, {blocks, block_size, kv_heads, dim}), block_size};
+    ASSERT_TRUE(cpu_.RopeSplitQkv(p).ok());
+    for (auto [name, gpu] : Backends()) {
+      SCOPED_TRACE(name);
+      DeviceTensor d_qkv(*gpu, dtype(), {tokens, row}), d_pos(*gpu, DType::kInt32, {tokens});
+      DeviceTensor d_cs(*gpu, DType::kFloat32, {max_pos, dim}), d_slots(*gpu, DType::kInt32, {tokens});
+      DeviceTensor d_q(*gpu, dtype(), {tokens, heads, dim}), d_k(*gpu, dtype(), {tokens, kv_heads, dim});
+      DeviceTensor d_v(*gpu, dtype(), {tokens, kv_heads, dim});
+      DeviceTensor d_ck(*gpu, dtype(), {blocks, block_size, kv_heads, dim});
+      DeviceTensor d_cv(*gpu, dtype(), {blocks, block_size, kv_heads, dim});
+      d_qkv.Set(qkv);
+      d_pos.SetInts(positions);
+      d_cs.Set(cos_sin);
+      d_slots.SetInts(slots);
+      d_ck.Set(cache_in);
+      d_cv.Set(cache_in);
+      RopeSplitParams dp = p;
+      dp.qkv = d_qkv, dp.positions = d_pos, dp.cos_sin = d_cs;
+      dp.q_out = d_q, dp.k_out = d_k, dp.v_out = d_v, dp.slot_mapping = d_slots;
+      dp.cache = PagedKvCache{d_ck, d_cv, block_size};
+      ASSERT_TRUE(gpu->RopeSplitQkv(dp).ok());
+      ExpectClose(d_q.Get(), q, "q");
+      ExpectClose(d_k.Get(), k, "k");
+      ExpectClose(d_v.Get(), v, "v");
+      ExpectClose(d_ck.Get(), want_k, "K cache");
+      ExpectClose(d_cv.Get(), want_v, "V cache");
+      // The slots no token names keep their contents exactly.
+      const std::vector<float> got_k = d_ck.Get();
+      std::vector<bool> written(blocks * block_size, false);
+      for (int32_t slot : slots) {
+        if (slot != kPadSlot) written[slot] = true;
+      }
+      for (int slot = 0; slot < blocks * block_size; ++slot) {
+        if (written[slot]) continue;
+        for (int e = 0; e < kv_heads * dim; ++e) {
+          ASSERT_EQ(got_k[int64_t(slot) * kv_heads * dim + e], cache_in[int64_t(slot) * kv_heads * dim + e])
+              << "slot " << slot;
+        }
+      }
+    }
+  }
+}
+
 TEST_P(CudaOpsTest, SiluMul) {
   const int64_t tokens = 9, inter = 1000;
   std::vector<float> gate_up = RandomValues(rng_, tokens * 2 * inter, dtype(), 3.f);
@@ -175,6 +263,15 @@ TEST_P(CudaOpsTest, SiluMul) {
   d_in.Set(gate_up);
   ASSERT_TRUE(gpu_->SiluMul(d_in, d_out).ok());
   ExpectClose(d_out.Get(), want, "SiluMul");
+  // A width that is not a whole number of 16-byte vectors: the scalar kernel.
+  const int64_t odd = 997;
+  std::vector<float> odd_in = RandomValues(rng_, tokens * 2 * odd, dtype(), 3.f);
+  std::vector<float> odd_want(tokens * odd);
+  ASSERT_TRUE(cpu_.SiluMul(HostTensor(odd_in, {tokens, 2 * odd}), HostTensor(odd_want, {tokens, odd})).ok());
+  DeviceTensor d_odd_in(*gpu_, dtype(), {tokens, 2 * odd}), d_odd_out(*gpu_, dtype(), {tokens, odd});
+  d_odd_in.Set(odd_in);
+  ASSERT_TRUE(gpu_->SiluMul(d_odd_in, d_odd_out).ok());
+  ExpectClose(d_odd_out.Get(), odd_want, "SiluMul, 997 wide");
 }
 
 TEST_P(CudaOpsTest, OutOfRangeIdsFailAtTheNextSyncWithTheCpuMessage) {

@@ -19,10 +19,11 @@ Tensor MakeTensor(void* data, DType dtype, const std::vector<int64_t>& shape) {
 
 }  // namespace
 
-std::unique_ptr<cuda::CudaBackend> NewCudaBackend(DType dtype, bool graphs) {
+std::unique_ptr<cuda::CudaBackend> NewCudaBackend(DType dtype, bool graphs, bool fast_kernels) {
   cuda::CudaBackendOptions options;
   options.dtype = dtype;
   options.graphs = graphs;
+  options.fast_kernels = fast_kernels;
   auto backend = cuda::CudaBackend::Create(options);
   EXPECT_TRUE(backend.ok()) << backend.status();
   return backend.ok() ? *std::move(backend) : nullptr;

@@ -23,9 +23,9 @@ inline void PrintTo(DType dtype, std::ostream* os) { *os << DTypeName(dtype); }
 namespace kvserve::testing {
 
 /// A CUDA backend computing in `dtype`; null (with a test failure) if it
-/// cannot be created.
+/// cannot be created. `fast_kernels` false: only the reference kernels.
 std::unique_ptr<cuda::CudaBackend> NewCudaBackend(DType dtype = DType::kFloat32,
-                                                  bool graphs = false);
+                                                  bool graphs = false, bool fast_kernels = true);
 
 /// The stated tolerance of ‖got − want‖ / ‖want‖ for outputs of `dtype`.
 double Tolerance(DType dtype);

@@ -1,6 +1,7 @@
 #include "kernels/cuda/cublaslt_gemm.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 #include "absl/strings/str_cat.h"
@@ -22,6 +23,7 @@ struct CublasLtGemm::Plan {
   // index of the first candidate cublasLtMatmulAlgoCheck accepted.
   std::vector<int8_t> choice;
   uint64_t last_use = 0;
+  bool tuned = false;  // candidates timed and sorted (Tune)
   static constexpr int8_t kUnknown = -1, kNone = -2;
 
   ~Plan() {
@@ -56,8 +58,10 @@ int Alignment(const void* p) {
 CublasLtGemm::CublasLtGemm(cudaStream_t stream) : stream_(stream) {}
 
 absl::StatusOr<std::unique_ptr<CublasLtGemm>> CublasLtGemm::Create(cudaStream_t stream,
-                                                                   size_t workspace_bytes) {
+                                                                   size_t workspace_bytes,
+                                                                   bool tune) {
   std::unique_ptr<CublasLtGemm> g(new CublasLtGemm(stream));
+  g->tune_ = tune;
   RETURN_IF_CUBLAS_ERROR(cublasLtCreate(&g->handle_));
   RETURN_IF_CUBLAS_ERROR(cublasCreate(&g->fallback_));
   RETURN_IF_CUBLAS_ERROR(cublasSetStream(g->fallback_, stream));
@@ -264,8 +268,108 @@ absl::StatusOr<CublasLtGemm::Choice> CublasLtGemm::Choose(int64_t rows, int64_t 
   return c;
 }
 
+absl::Status CublasLtGemm::Tune(Plan& plan, const std::vector<const LinearLimits*>& weights,
+                                void* x, void* out) {
+  plan.tuned = true;
+  if (plan.algos.size() < 2 || weights.empty()) return absl::OkStatus();
+  const int64_t rows = plan.choice.size() + plan.bucket_begin - 1;  // the bucket's end
+  RETURN_IF_ERROR(SetRows(plan, rows));
+  ASSIGN_OR_RETURN(CudaEvent start, CudaEvent::CreateTimed());
+  ASSIGN_OR_RETURN(CudaEvent stop, CudaEvent::CreateTimed());
+  // Enough calls to cycle through every layer's weight (up to 64), at least 8.
+  const int calls = std::clamp<int>(static_cast<int>(weights.size()), 8, 64);
+  const float alpha = 1.f, beta = 0.f;
+  auto run = [&](const cublasLtMatmulAlgo_t& algo, int i) -> cublasStatus_t {
+    const LinearLimits& l = *weights[static_cast<size_t>(i) % weights.size()];
+    if (plan.fused_bias) {
+      const void* bias = l.bias.data;
+      cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                     sizeof(bias));
+    }
+    return cublasLtMatmul(handle_, plan.op, &alpha, l.weight.data, plan.w, x, plan.x, &beta, out,
+                          plan.out, out, plan.out, &algo, workspace_->data(), workspace_->size(),
+                          stream_);
+  };
+  std::vector<std::pair<float, size_t>> times;  // µs per call, candidate index
+  for (size_t c = 0; c < plan.algos.size(); ++c) {
+    cublasLtMatmulHeuristicResult_t check{};
+    if (cublasLtMatmulAlgoCheck(handle_, plan.op, plan.w, plan.x, plan.out, plan.out,
+                                &plan.algos[c], &check) != CUBLAS_STATUS_SUCCESS ||
+        check.workspaceSize > workspace_->size()) {
+      times.emplace_back(INFINITY, c);
+      continue;
+    }
+    bool failed = run(plan.algos[c], 0) != CUBLAS_STATUS_SUCCESS;  // warm-up
+    RETURN_IF_CUDA_ERROR(cudaEventRecord(start.get(), stream_));
+    for (int i = 0; i < calls && !failed; ++i) failed = run(plan.algos[c], i) != CUBLAS_STATUS_SUCCESS;
+    RETURN_IF_CUDA_ERROR(cudaEventRecord(stop.get(), stream_));
+    RETURN_IF_CUDA_ERROR(cudaEventSynchronize(stop.get()));
+    float ms = 0;
+    RETURN_IF_CUDA_ERROR(cudaEventElapsedTime(&ms, start.get(), stop.get()));
+    times.emplace_back(failed ? INFINITY : ms * 1000.f / calls, c);
+  }
+  std::stable_sort(times.begin(), times.end());
+  if (!std::isfinite(times.front().first)) return absl::OkStatus();  // keep the heuristic's order
+  std::vector<cublasLtMatmulAlgo_t> sorted;
+  for (const auto& [us, c] : times) sorted.push_back(plan.algos[c]);
+  const float first_us = [&] {
+    for (const auto& [us, c] : times) {
+      if (c == 0) return us;
+    }
+    return INFINITY;
+  }();
+  ++tuning_.plans_timed;
+  if (times.front().second != 0) ++tuning_.plans_reordered;
+  tuning_.heuristic_us += std::isfinite(first_us) ? first_us : times.front().first;
+  tuning_.tuned_us += times.front().first;
+  uint64_t n = 0, k = 0;
+  size_t written = 0;
+  cublasLtMatrixLayoutGetAttribute(plan.w, CUBLASLT_MATRIX_LAYOUT_ROWS, &k, sizeof(k), &written);
+  cublasLtMatrixLayoutGetAttribute(plan.w, CUBLASLT_MATRIX_LAYOUT_COLS, &n, sizeof(n), &written);
+  KV_LOG(DEBUG) << "cuBLASLt [" << rows << ", " << k << "] x [" << n << ", " << k << "]ᵀ: candidate "
+                << times.front().second + 1 << " of " << plan.algos.size() << " fastest, "
+                << times.front().first << " us (the heuristic's first: " << first_us << " us)";
+  plan.algos = std::move(sorted);
+  return absl::OkStatus();
+}
+
 absl::Status CublasLtGemm::Warmup(const std::vector<LinearLimits>& linears, int decode_rows) {
   constexpr int kActivationAlignment = 256;  // cudaMalloc's
+  if (tune_) {
+    // The layers' weights of each shape, and scratch activations for the largest.
+    std::map<std::tuple<int64_t, int64_t, int, int, bool>, std::vector<const LinearLimits*>> shapes;
+    size_t x_bytes = 0, out_bytes = 0;
+    for (const LinearLimits& l : linears) {
+      if (l.weight.empty() || l.max_rows <= 0) continue;
+      const bool fuse = !l.bias.empty() && l.bias.dtype == l.out_dtype;
+      shapes[{l.weight.dim(0), l.weight.dim(1), static_cast<int>(l.weight.dtype),
+              static_cast<int>(l.out_dtype), fuse}]
+          .push_back(&l);
+      const int64_t rows = BucketEnd(l.max_rows);
+      x_bytes = std::max(x_bytes, DTypeBytes(l.weight.dtype, rows * l.weight.dim(1)));
+      out_bytes = std::max(out_bytes, DTypeBytes(l.out_dtype, rows * l.weight.dim(0)));
+    }
+    if (!shapes.empty()) {
+      ASSIGN_OR_RETURN(DeviceBufferPtr x, CudaBuffer::Allocate(std::max<size_t>(x_bytes, 256)));
+      ASSIGN_OR_RETURN(DeviceBufferPtr out, CudaBuffer::Allocate(std::max<size_t>(out_bytes, 256)));
+      RETURN_IF_CUDA_ERROR(cudaMemsetAsync(x->data(), 0, x->size(), stream_));
+      for (const auto& [shape, layers] : shapes) {
+        const auto [n, k, in, out_dtype, fuse] = shape;
+        const LinearLimits& first = *layers.front();
+        for (int64_t rows = 1; rows <= first.max_rows; rows = BucketEnd(rows) + 1) {
+          const int64_t end = BucketEnd(rows);
+          Key key{end, n, k, in, out_dtype, fuse, kActivationAlignment,
+                  Alignment(first.weight.data), kActivationAlignment,
+                  fuse ? Alignment(first.bias.data) : 0};
+          ASSIGN_OR_RETURN(Plan* plan, GetPlan(key, fuse ? first.bias.data : nullptr));
+          if (plan != nullptr && !plan->tuned) {
+            RETURN_IF_ERROR(Tune(*plan, layers, x->data(), out->data()));
+          }
+        }
+      }
+      RETURN_IF_CUDA_ERROR(cudaStreamSynchronize(stream_));  // before the scratch is freed
+    }
+  }
   for (const LinearLimits& l : linears) {
     if (l.weight.empty() || l.max_rows <= 0) continue;
     const int64_t n = l.weight.dim(0), k = l.weight.dim(1);

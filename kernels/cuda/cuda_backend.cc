@@ -17,6 +17,7 @@
 #include "kernels/cuda/kernel_self_check.h"
 #include "kernels/cuda/kv_cache_write.h"
 #include "kernels/cuda/prefill_attention.h"
+#include "kernels/cuda/prefill_mma.h"
 #include "kernels/cuda/rmsnorm.cuh"
 #include "kernels/cuda/rope_split.h"
 #include "kernels/cuda/sample.h"
@@ -49,7 +50,7 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const CudaBacke
   std::unique_ptr<CudaBackend> b(new CudaBackend());
   b->dtype_ = options.dtype;
   b->graphs_enabled_ = options.graphs;
-  b->fast_.decode = b->fast_.rope = b->fast_.rmsnorm = options.fast_kernels;
+  b->fast_.decode = b->fast_.prefill = b->fast_.rope = b->fast_.rmsnorm = options.fast_kernels;
   RETURN_IF_CUDA_ERROR(cudaSetDevice(0));
   cudaDeviceProp prop{};
   RETURN_IF_CUDA_ERROR(cudaGetDeviceProperties(&prop, 0));
@@ -60,7 +61,8 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const CudaBacke
   ASSIGN_OR_RETURN(b->stream_, CudaStream::Create());
   ASSIGN_OR_RETURN(b->staging_,
                    PinnedStaging::Create(b->stream_.get(), options.staging_slot_bytes, /*num_slots=*/2));
-  ASSIGN_OR_RETURN(b->gemm_, CublasLtGemm::Create(b->stream_.get(), options.gemm_workspace_bytes));
+  ASSIGN_OR_RETURN(b->gemm_, CublasLtGemm::Create(b->stream_.get(), options.gemm_workspace_bytes,
+                                                  options.tune_gemms));
   ASSIGN_OR_RETURN(b->error_device_, CudaBuffer::Allocate(sizeof(DeviceError)));
   ASSIGN_OR_RETURN(b->error_host_, PinnedBuffer::Allocate(sizeof(DeviceError)));
   std::memset(b->error_host_.data(), 0, sizeof(DeviceError));
@@ -168,6 +170,14 @@ absl::Status CudaBackend::Reserve(const StepLimits& limits) {
                << std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
                       .count()
                << " ms";
+  const CublasLtGemm::TuningSummary& tuning = gemm_->tuning();
+  if (tuning.plans_timed > 0) {
+    KV_LOG(INFO) << "CUDA backend: timed the cuBLASLt candidates of " << tuning.plans_timed
+                 << " GEMM plans; the fastest was not the heuristic's first in "
+                 << tuning.plans_reordered << " (one call of each plan: "
+                 << absl::StrFormat("%.1f", tuning.heuristic_us) << " us as ranked, "
+                 << absl::StrFormat("%.1f", tuning.tuned_us) << " us tuned)";
+  }
   return absl::OkStatus();
 }
 
@@ -192,6 +202,9 @@ absl::Status CudaBackend::SelfCheckFastKernels(const StepLimits& limits) {
       RETURN_IF_ERROR(check(fast_.decode, "flash_decode", [&] {
         return SelfCheckFlashDecode(device, dtype_, shape, block_size);
       }));
+      RETURN_IF_ERROR(check(fast_.prefill, "prefill_mma", [&] {
+        return SelfCheckPrefillMma(device, dtype_, shape, block_size);
+      }));
       RETURN_IF_ERROR(check(fast_.rope, "rope_kv_write", [&] {
         return SelfCheckRopeKvWrite(device, dtype_, shape, block_size);
       }));
@@ -203,7 +216,8 @@ absl::Status CudaBackend::SelfCheckFastKernels(const StepLimits& limits) {
   KV_LOG(INFO) << "CUDA backend: fast kernels checked against the reference in "
                << std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
                       .count()
-               << " ms: flash decode " << (fast_.decode ? "on" : "off") << ", RoPE + KV write "
+               << " ms: flash decode " << (fast_.decode ? "on" : "off") << ", tensor-core prefill "
+               << (fast_.prefill ? "on" : "off") << ", RoPE + KV write "
                << (fast_.rope ? "on" : "off") << ", RMSNorm " << (fast_.rmsnorm ? "on" : "off");
   return absl::OkStatus();
 }
@@ -320,6 +334,7 @@ absl::Status CudaBackend::PrefillAttention(const PrefillAttentionParams& p) {
   if (!p.kv_written) {
     RETURN_IF_ERROR(LaunchKvCacheWrite(p.k, p.v, p.slot_mapping, p.cache, error, stream()));
   }
+  if (fast_.prefill && PrefillMmaServes(p)) return LaunchPrefillMma(p, error, stream());
   return LaunchPrefillAttention(p, error, stream());
 }
 

@@ -39,11 +39,14 @@ struct CudaBackendOptions {
   /// Record each decode bucket's step as a CUDA graph and replay it
   /// (--cuda_graphs; off by default until verified on a GPU, docs/cuda.md).
   bool graphs = false;
-  /// The fast kernels (flash decode, fused RoPE + KV write, one-pass
-  /// RMSNorm) wherever they serve the op, each checked against its reference
+  /// The fast kernels (flash decode, tensor-core prefill, fused RoPE + KV
+  /// write, one-pass RMSNorm) wherever they serve the op, each checked against its reference
   /// kernel by Reserve on this GPU and replaced by it if they disagree;
   /// false: the reference kernels everywhere (docs/cuda.md).
   bool fast_kernels = true;
+  /// Reserve times the cuBLASLt candidates of every planned GEMM on this GPU
+  /// and keeps the fastest (cublaslt_gemm.h); false: the heuristic's order.
+  bool tune_gemms = true;
 };
 
 class CudaBackend final : public Backend {
@@ -130,6 +133,7 @@ class CudaBackend final : public Backend {
   // Which fast kernels serve: the option, then the start-up check.
   struct FastKernels {
     bool decode = false;
+    bool prefill = false;
     bool rope = false;
     bool rmsnorm = false;
   } fast_;

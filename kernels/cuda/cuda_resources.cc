@@ -81,6 +81,12 @@ absl::StatusOr<CudaEvent> CudaEvent::Create() {
   return e;
 }
 
+absl::StatusOr<CudaEvent> CudaEvent::CreateTimed() {
+  CudaEvent e;
+  RETURN_IF_CUDA_ERROR(cudaEventCreateWithFlags(&e.event_, cudaEventDefault));
+  return e;
+}
+
 CudaEvent& CudaEvent::operator=(CudaEvent&& other) noexcept {
   if (this != &other) {
     if (event_ != nullptr) LogIfError(cudaEventDestroy(event_), "cudaEventDestroy");

@@ -65,6 +65,8 @@ class CudaEvent {
  public:
   /// Timing disabled: these events only order work.
   static absl::StatusOr<CudaEvent> Create();
+  /// Timing enabled (cudaEventElapsedTime), for start-up measurements.
+  static absl::StatusOr<CudaEvent> CreateTimed();
   CudaEvent() = default;
   CudaEvent(CudaEvent&& other) noexcept { *this = std::move(other); }
   CudaEvent& operator=(CudaEvent&& other) noexcept;

@@ -15,6 +15,8 @@
 #include "kernels/cuda/cuda_resources.h"
 #include "kernels/cuda/decode_attention.h"
 #include "kernels/cuda/flash_decode.h"
+#include "kernels/cuda/prefill_attention.h"
+#include "kernels/cuda/prefill_mma.h"
 #include "kernels/cuda/rmsnorm.cuh"
 #include "kernels/cuda/rope_split.h"
 #include "kernels/dtype.h"
@@ -216,6 +218,85 @@ absl::Status SelfCheckFlashDecode(const SelfCheckDevice& device, DType dtype,
     RETURN_IF_ERROR(Agree(what, got, want, dtype));
   }
   return absl::OkStatus();
+}
+
+absl::Status SelfCheckPrefillMma(const SelfCheckDevice& device, DType dtype,
+                                 const AttentionShape& shape, int block_size) {
+  // Whole prompts (one row, a partial tile, two tiles and a bit) and a chunk
+  // whose rows sit behind earlier cached keys.
+  struct Seq {
+    int context, queries;
+  };
+  const std::vector<Seq> seqs = {{1, 1}, {67, 67}, {130, 130}, {300, 70}};
+  const int n = static_cast<int>(seqs.size());
+  PrefillAttentionParams p;
+  p.shape = shape;
+  p.num_seqs = n;
+  p.cache.block_size = block_size;
+  p.kv_written = true;
+  p.q = Tensor(nullptr, dtype, {1, shape.num_heads, shape.head_dim});
+  if (!PrefillMmaServes(p)) return absl::OkStatus();
+
+  std::mt19937 rng(7);
+  std::vector<int32_t> cu = {0}, lens;
+  int width = 1, blocks = 1, max_q = 0, max_context = 0;
+  for (const Seq& q : seqs) {
+    cu.push_back(cu.back() + q.queries);
+    lens.push_back(q.context);
+    width = std::max(width, (q.context + block_size - 1) / block_size);
+    blocks += (q.context + block_size - 1) / block_size;
+    max_q = std::max(max_q, q.queries);
+    max_context = std::max(max_context, q.context);
+  }
+  std::vector<int32_t> ids(blocks);
+  std::iota(ids.begin(), ids.end(), 0);
+  std::shuffle(ids.begin(), ids.end(), rng);
+  std::vector<int32_t> tables(size_t(n) * width, -1);
+  for (int b = 0, next = 0; b < n; ++b) {
+    for (int i = 0; i < (seqs[b].context + block_size - 1) / block_size; ++i) {
+      tables[size_t(b) * width + i] = ids[next++];
+    }
+  }
+  const int64_t tokens = cu.back();
+  ASSIGN_OR_RETURN(Array q, Array::Make(device, dtype, {tokens, shape.num_heads, shape.head_dim}));
+  ASSIGN_OR_RETURN(Array kv_new, Array::Make(device, dtype, {tokens, shape.num_kv_heads, shape.head_dim}));
+  ASSIGN_OR_RETURN(Array out, Array::Make(device, dtype, {tokens, shape.num_heads, shape.head_dim}));
+  ASSIGN_OR_RETURN(Array k, Array::Make(device, dtype, {blocks, block_size, shape.num_kv_heads,
+                                                        shape.head_dim}));
+  ASSIGN_OR_RETURN(Array v, Array::Make(device, dtype, {blocks, block_size, shape.num_kv_heads,
+                                                        shape.head_dim}));
+  ASSIGN_OR_RETURN(Array cu_dev, Array::Make(device, DType::kInt32, {n + 1}));
+  ASSIGN_OR_RETURN(Array lens_dev, Array::Make(device, DType::kInt32, {n}));
+  ASSIGN_OR_RETURN(Array table, Array::Make(device, DType::kInt32, {n, width}));
+  RETURN_IF_ERROR(q.Set(Normal(rng, q.tensor().numel())));
+  RETURN_IF_ERROR(k.Set(Normal(rng, k.tensor().numel())));
+  RETURN_IF_ERROR(v.Set(Normal(rng, v.tensor().numel())));
+  RETURN_IF_ERROR(cu_dev.SetInts(cu));
+  RETURN_IF_ERROR(lens_dev.SetInts(lens));
+  RETURN_IF_ERROR(table.SetInts(tables));
+  p.q = q.tensor();
+  p.k = p.v = kv_new.tensor();
+  p.out = out.tensor();
+  p.cu_seqlens_q = cu_dev.tensor();
+  p.context_lens = lens_dev.tensor();
+  p.block_tables = table.tensor();
+  p.cache.k = k.tensor();
+  p.cache.v = v.tensor();
+  p.max_q_len = max_q;
+  p.max_context_len = max_context;
+
+  RETURN_IF_ERROR(out.Poison());
+  RETURN_IF_ERROR(LaunchPrefillAttention(p, device.error, device.stream));
+  ASSIGN_OR_RETURN(const std::vector<float> want, out.Get());
+  RETURN_IF_ERROR(TakeError(device, "reference prefill attention"));
+  RETURN_IF_ERROR(out.Poison());
+  RETURN_IF_ERROR(LaunchPrefillMma(p, device.error, device.stream));
+  ASSIGN_OR_RETURN(const std::vector<float> got, out.Get());
+  const std::string what = absl::StrCat("tensor-core prefill (", DTypeName(dtype), ", H ",
+                                        shape.num_heads, ", Hkv ", shape.num_kv_heads, ", D ",
+                                        shape.head_dim, ", block ", block_size, ")");
+  RETURN_IF_ERROR(TakeError(device, what));
+  return Agree(what, got, want, dtype);
 }
 
 absl::Status SelfCheckRmsNorm(const SelfCheckDevice& device, DType dtype, int hidden_size) {

@@ -41,6 +41,8 @@ AgreementBound SelfCheckBound(DType dtype);
 absl::Status SelfCheckFlashDecode(const SelfCheckDevice& device, DType dtype,
                                   const AttentionShape& shape, int block_size);
 absl::Status SelfCheckRmsNorm(const SelfCheckDevice& device, DType dtype, int hidden_size);
+absl::Status SelfCheckPrefillMma(const SelfCheckDevice& device, DType dtype,
+                                 const AttentionShape& shape, int block_size);
 absl::Status SelfCheckRopeKvWrite(const SelfCheckDevice& device, DType dtype,
                                   const AttentionShape& shape, int block_size);
 

@@ -1,0 +1,305 @@
+// The tensor-core prefill kernel (design in prefill_mma.h, fragment layouts
+// in mma.cuh). Instantiated per dtype in prefill_mma_{bf16,f16}.cu.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "kernels/cuda/attention_common.cuh"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/mma.cuh"
+#include "kernels/cuda/prefill_mma.h"
+
+namespace kvserve::cuda::prefill_mma {
+
+using attention::NegInf;
+
+inline constexpr int kWarps = 4;
+inline constexpr int kThreads = kWarps * 32;
+inline constexpr int kQueryTile = kWarps * 16;  // 16 rows per warp (the mma's M)
+inline constexpr int kKeyTile = 64;
+
+/// Shared memory: the Q tile, then two (K, V) tile pairs. Rows are padded by
+/// 16 bytes so that the 8 rows an ldmatrix reads start in 8 different bank
+/// groups (unpadded, a 128- or 256-byte row puts them all in one).
+template <int kHeadDim>
+struct Smem {
+  static constexpr int kStride = kHeadDim + 8;  // elements per row
+  static constexpr int kTileElems = 64 * kStride;
+  static constexpr size_t kBytes = size_t(5) * kTileElems * 2;
+  static_assert(kQueryTile == 64 && kKeyTile == 64, "one tile size for Q, K and V");
+  static_assert(kBytes <= 227 * 1024, "prefill tiles do not fit in shared memory");
+};
+
+template <typename T>
+struct Args {
+  const T* q;                   // [T, H, D]
+  T* out;                       // [T, H, D]
+  const T* k_cache;             // [num_blocks, block_size, Hkv, D]
+  const T* v_cache;             // [num_blocks, block_size, Hkv, D]
+  const int32_t* cu_seqlens_q;  // [B + 1]
+  const int32_t* context_lens;  // [B]
+  const int32_t* block_tables;  // [B, width]
+  int width, num_blocks, num_tokens, num_heads, num_kv_heads;
+  int max_q_len;     // the grid covers this many queries per sequence
+  float scale_log2;  // 1/√D · log2(e)
+  DeviceError* error;
+};
+
+template <typename T, int kHeadDim, int kBlockSize>
+__global__ void __launch_bounds__(kThreads) PrefillMmaKernel(const __grid_constant__ Args<T> a) {
+  using S = Smem<kHeadDim>;
+  constexpr int kStride = S::kStride;
+  constexpr int kChunks = kHeadDim / 8;  // 16-byte chunks per row
+  constexpr int kKSteps = kHeadDim / 16;  // k-steps of Q·Kᵀ
+  constexpr int kDTiles = kHeadDim / 8;   // 8-column tiles of the output
+  constexpr int kNTiles = kKeyTile / 8;   // 8-key tiles of S
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* const s_q = reinterpret_cast<T*>(smem_raw);
+  T* const s_kv = s_q + S::kTileElems;  // [buffer][K | V][64][kStride]
+
+  const int b = blockIdx.z, h = blockIdx.y;
+  const int tile = gridDim.x - 1 - blockIdx.x;  // the tiles with the most keys start first
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int q_begin = a.cu_seqlens_q[b];
+  const int q_len = a.cu_seqlens_q[b + 1] - q_begin;
+  const int context = a.context_lens[b];
+
+  // The reference kernel's metadata checks; one CTA reports, every CTA of a
+  // bad sequence leaves its rows alone.
+  const bool bad_queries = q_len < 0 || q_len > context || q_begin < 0 ||
+                           a.cu_seqlens_q[b + 1] > a.num_tokens;
+  const bool bad_table = context > a.width * kBlockSize;
+  const bool over_bound = q_len > a.max_q_len;
+  if (bad_queries || bad_table || over_bound) {
+    if (blockIdx.x == 0 && h == 0 && tid == 0) {
+      if (bad_queries) {
+        ReportDeviceError(a.error, DeviceErrorCode::kPrefillQueries, b, q_len, context);
+      } else if (bad_table) {
+        ReportDeviceError(a.error, DeviceErrorCode::kBlockTable, context, a.width, kBlockSize);
+      } else {
+        ReportDeviceError(a.error, DeviceErrorCode::kLaunchBound, b, q_len, a.max_q_len, 0);
+      }
+    }
+    return;
+  }
+  const int row0 = tile * kQueryTile;  // first query row of this CTA
+  if (row0 >= q_len) return;
+  const int first_pos = context - q_len;  // position of query row 0
+  const int key_limit = first_pos + min(row0 + kQueryTile, q_len);  // keys visible to some row
+  const int kv_head = h / (a.num_heads / a.num_kv_heads);
+  const int32_t* table = a.block_tables + int64_t(b) * a.width;
+
+  // Q tile (rows past the chunk: zeros), then the first K/V tile: group 0.
+  for (int c = tid; c < kQueryTile * kChunks; c += kThreads) {
+    const int r = c / kChunks, part = c % kChunks;
+    const bool valid = row0 + r < q_len;
+    const T* src = valid ? a.q + (int64_t(q_begin + row0 + r) * a.num_heads + h) * kHeadDim + part * 8
+                         : a.q;
+    mma::CpAsync16(s_q + r * kStride + part * 8, src, valid);
+  }
+  auto load_kv = [&](int t0, int buffer) {
+    T* s_k = s_kv + buffer * 2 * S::kTileElems;
+    T* s_v = s_k + S::kTileElems;
+    for (int c = tid; c < kKeyTile * kChunks; c += kThreads) {
+      const int key = c / kChunks, part = c % kChunks;
+      const int pos = t0 + key;
+      bool valid = pos < key_limit;
+      int64_t offset = 0;
+      if (valid) {
+        const int32_t block = table[pos / kBlockSize];
+        if (block < 0 || block >= a.num_blocks) {
+          ReportDeviceError(a.error, DeviceErrorCode::kBlockId, block, a.num_blocks);
+          valid = false;  // zeros: a reported step, whose output is not used
+        } else {
+          offset = ((int64_t(block) * kBlockSize + pos % kBlockSize) * a.num_kv_heads + kv_head) *
+                       kHeadDim + part * 8;
+        }
+      }
+      mma::CpAsync16(s_k + key * kStride + part * 8, a.k_cache + offset, valid);
+      mma::CpAsync16(s_v + key * kStride + part * 8, a.v_cache + offset, valid);
+    }
+  };
+  load_kv(0, 0);
+  mma::CpAsyncCommit();
+
+  const int g = lane / 4, t = lane % 4;
+  const int warp_row0 = row0 + warp * 16;  // chunk row of the warp's first row
+  const bool warp_has_rows = warp_row0 < q_len;
+  const int warp_last_pos = first_pos + min(warp_row0 + 15, q_len - 1);
+  const int pos_lo = first_pos + warp_row0 + g;  // positions of this thread's rows g and g + 8
+  const int pos_hi = pos_lo + 8;
+
+  uint32_t qf[kKSteps][4];
+  float o[kDTiles][4];
+#pragma unroll
+  for (int d = 0; d < kDTiles; ++d) o[d][0] = o[d][1] = o[d][2] = o[d][3] = 0.f;
+  float m[2] = {NegInf(), NegInf()}, l[2] = {0.f, 0.f};  // l: this thread's part of the row sum
+
+  const int num_tiles = (key_limit + kKeyTile - 1) / kKeyTile;
+  for (int j = 0; j < num_tiles; ++j) {
+    if (j + 1 < num_tiles) {
+      load_kv((j + 1) * kKeyTile, (j + 1) & 1);  // its buffer was last read at tile j − 1
+      mma::CpAsyncCommit();
+      mma::CpAsyncWait<1>();
+    } else {
+      mma::CpAsyncWait<0>();
+    }
+    __syncthreads();
+    if (j == 0) {
+#pragma unroll
+      for (int ks = 0; ks < kKSteps; ++ks) {
+        mma::LdMatrixX4(qf[ks], s_q + (warp * 16 + lane % 16) * kStride + ks * 16 + (lane / 16) * 8);
+      }
+    }
+    const int t0 = j * kKeyTile;
+    if (warp_has_rows && t0 <= warp_last_pos) {  // else every key of the tile is in the warp's future
+      const T* s_k = s_kv + (j & 1) * 2 * S::kTileElems;
+      const T* s_v = s_k + S::kTileElems;
+      float s[kNTiles][4];
+#pragma unroll
+      for (int n = 0; n < kNTiles; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
+      // S = Q · Kᵀ: K's rows (keys) are B's columns, so plain ldmatrix gives B.
+#pragma unroll
+      for (int ks = 0; ks < kKSteps; ++ks) {
+#pragma unroll
+        for (int np = 0; np < kNTiles / 2; ++np) {
+          uint32_t kb[4];
+          mma::LdMatrixX4(kb, s_k + (np * 16 + lane % 8 + (lane / 16) * 8) * kStride + ks * 16 +
+                                  ((lane / 8) % 2) * 8);
+          mma::Mma16816<T>(s[2 * np], qf[ks], kb[0], kb[1]);
+          mma::Mma16816<T>(s[2 * np + 1], qf[ks], kb[2], kb[3]);
+        }
+      }
+      // Scale to base 2 and mask the future (and the keys past key_limit,
+      // which are in every real row's future).
+      float tile_max[2] = {NegInf(), NegInf()};
+#pragma unroll
+      for (int n = 0; n < kNTiles; ++n) {
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+          const int key = t0 + n * 8 + 2 * t + (c & 1);
+          const int pos = c < 2 ? pos_lo : pos_hi;
+          s[n][c] = key <= pos ? s[n][c] * a.scale_log2 : NegInf();
+          tile_max[c / 2] = fmaxf(tile_max[c / 2], s[n][c]);
+        }
+      }
+      float alpha[2], base[2];
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
+        tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
+        const float m_new = fmaxf(m[r], tile_max[r]);
+        alpha[r] = m_new == NegInf() ? 1.f : exp2f(m[r] - m_new);  // 0 while m was −∞
+        base[r] = m_new == NegInf() ? 0.f : m_new;  // a row with no visible key yet: p = 0
+        m[r] = m_new;
+        l[r] *= alpha[r];
+      }
+#pragma unroll
+      for (int n = 0; n < kNTiles; ++n) {
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+          s[n][c] = exp2f(s[n][c] - base[c / 2]);  // masked: exactly 0
+          l[c / 2] += s[n][c];
+        }
+      }
+#pragma unroll
+      for (int d = 0; d < kDTiles; ++d) {
+        o[d][0] *= alpha[0];
+        o[d][1] *= alpha[0];
+        o[d][2] *= alpha[1];
+        o[d][3] *= alpha[1];
+      }
+      // O += P · V: two S tiles are one A fragment; V's rows (keys) are B's
+      // rows, so ldmatrix.trans gives B.
+#pragma unroll
+      for (int kc = 0; kc < kKeyTile / 16; ++kc) {
+        const uint32_t pa[4] = {mma::Pack2<T>(s[2 * kc][0], s[2 * kc][1]),
+                                mma::Pack2<T>(s[2 * kc][2], s[2 * kc][3]),
+                                mma::Pack2<T>(s[2 * kc + 1][0], s[2 * kc + 1][1]),
+                                mma::Pack2<T>(s[2 * kc + 1][2], s[2 * kc + 1][3])};
+#pragma unroll
+        for (int dp = 0; dp < kDTiles / 2; ++dp) {
+          uint32_t vb[4];
+          mma::LdMatrixX4Trans(vb, s_v + (kc * 16 + lane % 8 + ((lane / 8) % 2) * 8) * kStride +
+                                       dp * 16 + (lane / 16) * 8);
+          mma::Mma16816<T>(o[2 * dp], pa, vb[0], vb[1]);
+          mma::Mma16816<T>(o[2 * dp + 1], pa, vb[2], vb[3]);
+        }
+      }
+    }
+    __syncthreads();  // this tile's buffer is refilled by the next iteration's prefetch
+  }
+
+  if (!warp_has_rows) return;
+  float inv[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+    inv[r] = l[r] > 0.f ? 1.f / l[r] : 0.f;  // no visible key: 0, never NaN
+  }
+  const int rows[2] = {warp_row0 + g, warp_row0 + g + 8};
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    if (rows[r] >= q_len) continue;
+    T* dst = a.out + (int64_t(q_begin + rows[r]) * a.num_heads + h) * kHeadDim + 2 * t;
+#pragma unroll
+    for (int d = 0; d < kDTiles; ++d) {
+      *reinterpret_cast<uint32_t*>(dst + d * 8) =
+          mma::Pack2<T>(o[d][2 * r] * inv[r], o[d][2 * r + 1] * inv[r]);
+    }
+  }
+}
+
+template <typename T, int kHeadDim, int kBlockSize>
+absl::Status Launch(const PrefillAttentionParams& p, DeviceError* error, cudaStream_t stream) {
+  auto kernel = PrefillMmaKernel<T, kHeadDim, kBlockSize>;
+  constexpr size_t kSmem = Smem<kHeadDim>::kBytes;
+  // Above 48 KiB a kernel must opt in to its dynamic shared memory, once.
+  static const cudaError_t opt_in = cudaFuncSetAttribute(
+      kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmem));
+  RETURN_IF_CUDA_ERROR(opt_in);
+  const int tokens = static_cast<int>(p.q.dim(0));
+  const int max_q = p.max_q_len > 0 ? p.max_q_len : tokens;
+  if (tokens == 0 || p.num_seqs == 0 || max_q == 0) return absl::OkStatus();
+  Args<T> a;
+  a.q = p.q.as<const T>();
+  a.out = p.out.as<T>();
+  a.k_cache = p.cache.k.as<const T>();
+  a.v_cache = p.cache.v.as<const T>();
+  a.cu_seqlens_q = p.cu_seqlens_q.as<const int32_t>();
+  a.context_lens = p.context_lens.as<const int32_t>();
+  a.block_tables = p.block_tables.as<const int32_t>();
+  a.width = static_cast<int>(p.block_tables.dim(1));
+  a.num_blocks = static_cast<int>(p.cache.k.dim(0));
+  a.num_tokens = tokens;
+  a.num_heads = p.shape.num_heads;
+  a.num_kv_heads = p.shape.num_kv_heads;
+  a.max_q_len = max_q;
+  a.scale_log2 = p.shape.scale * 1.4426950408889634f;
+  a.error = error;
+  const dim3 grid((max_q + kQueryTile - 1) / kQueryTile, p.shape.num_heads, p.num_seqs);
+  kernel<<<grid, kThreads, kSmem, stream>>>(a);
+  RETURN_IF_LAUNCH_ERROR();
+  return absl::OkStatus();
+}
+
+/// Head dims 64 and 128, block sizes 16 and 32, for one dtype.
+template <typename T>
+absl::Status LaunchForDType(const PrefillAttentionParams& p, DeviceError* error,
+                            cudaStream_t stream) {
+  const int d = p.shape.head_dim, bs = p.cache.block_size;
+  if (d == 64 && bs == 16) return Launch<T, 64, 16>(p, error, stream);
+  if (d == 64 && bs == 32) return Launch<T, 64, 32>(p, error, stream);
+  if (d == 128 && bs == 16) return Launch<T, 128, 16>(p, error, stream);
+  if (d == 128 && bs == 32) return Launch<T, 128, 32>(p, error, stream);
+  return absl::InvalidArgumentError(absl::StrCat("PrefillMma: head_dim ", d, ", block_size ", bs,
+                                                 " not compiled (use the reference kernel)"));
+}
+
+}  // namespace kvserve::cuda::prefill_mma
