@@ -58,8 +58,23 @@ TEST_P(CudaEngineTest, Float32ReproducesTheGoldenGreedyTokens) {
   }
 }
 
+// What transformers' own bfloat16 forward gives against the same float32
+// golden logits, measured on an H100 (tests/data/FIXTURES.md, "bfloat16
+// against the float32 golden"): the larger of its eager and sdpa figures.
+// kvserve's bfloat16 may be as far from float32 as the reference's own
+// bfloat16 is, and no further.
+struct Bfloat16Bound {
+  float max_abs;
+  double relative;
+};
+Bfloat16Bound TransformersBfloat16Error(const std::string& fixture) {
+  if (fixture == "tiny-llama-mha-d128") return {0.45f, 0.076};
+  return {0.23f, 0.036};  // tiny-llama-gqa
+}
+
 TEST_P(CudaEngineTest, Bfloat16LogitsStayCloseToTransformers) {
   const std::vector<GoldenCase> cases = LoadGolden(FixtureDir(GetParam()) + "/golden.json");
+  const Bfloat16Bound bound = TransformersBfloat16Error(GetParam());
   TestEngine t = NewEngine(DType::kBFloat16);
   ASSERT_NE(t.engine, nullptr);
   EXPECT_EQ(t.engine->info().dtype, "bfloat16");
@@ -70,8 +85,8 @@ TEST_P(CudaEngineTest, Bfloat16LogitsStayCloseToTransformers) {
     ASSERT_FALSE(sink->logits.empty());
     const std::vector<float>& got = sink->logits[0];
     ASSERT_FALSE(AnyNonFinite(got));
-    EXPECT_LE(MaxAbsDiff(got, c.last_logits), 0.15f);
-    EXPECT_LE(RelativeError(got, c.last_logits), 2e-2);
+    EXPECT_LE(MaxAbsDiff(got, c.last_logits), bound.max_abs);
+    EXPECT_LE(RelativeError(got, c.last_logits), bound.relative);
     if (c.margins[0] >= 0.3f && !GenerateMaskedPrompt(c)) {
       EXPECT_EQ(sink->tokens[0], c.greedy[0]);
     }
