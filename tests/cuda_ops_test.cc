@@ -10,6 +10,7 @@
 #include "gtest/gtest.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cuda/device_info.h"
+#include "kernels/cuda/gemv_small_m.h"
 #include "tests/cuda_test_util.h"
 
 namespace kvserve::testing {
@@ -147,6 +148,55 @@ TEST_P(CudaOpsTest, LinearWithAndWithoutBiasInBothOutputDtypes) {
       }
     }
   }
+}
+
+// The small-M kernel that GEMM tuning may pick for decode buckets (it is
+// only ever chosen after agreeing with cuBLASLt on the GPU; this checks it
+// against the CPU on every row count it takes, with and without bias, in
+// both output dtypes, on widths that are and are not multiples of its
+// 256-element chunks and row counts that leave a warp's second row empty).
+TEST_P(CudaOpsTest, SmallMGemvMatchesTheCpu) {
+  if (dtype() == DType::kFloat32) GTEST_SKIP() << "the small-M kernel takes bf16/f16 only";
+  struct Shape {
+    int64_t n, k;
+  };
+  for (const Shape& s : {Shape{1, 64}, Shape{7, 2048}, Shape{301, 520}, Shape{64, 4096}}) {
+    for (int64_t rows = 1; rows <= cuda::kGemvMaxRows; ++rows) {
+      for (bool with_bias : {false, true}) {
+        for (DType out_dtype : {dtype(), DType::kFloat32}) {
+          SCOPED_TRACE(::testing::Message() << "[" << rows << ", " << s.k << "] x [" << s.n
+                                            << ", " << s.k << "]ᵀ, bias " << with_bias << ", out "
+                                            << DTypeName(out_dtype));
+          std::vector<float> x = RandomValues(rng_, rows * s.k, dtype());
+          std::vector<float> w = RandomValues(rng_, s.n * s.k, dtype(), 0.05f);
+          std::vector<float> bias = RandomValues(rng_, s.n, out_dtype);
+          std::vector<float> want(rows * s.n);
+          ASSERT_TRUE(cpu_.Linear(HostTensor(x, {rows, s.k}), HostTensor(w, {s.n, s.k}),
+                                  Tensor(), HostTensor(want, {rows, s.n}))
+                          .ok());
+          if (with_bias) {
+            for (int64_t r = 0; r < rows; ++r) {
+              for (int64_t c = 0; c < s.n; ++c) want[r * s.n + c] += bias[c];
+            }
+          }
+          DeviceTensor d_x(*gpu_, dtype(), {rows, s.k}), d_w(*gpu_, dtype(), {s.n, s.k});
+          DeviceTensor d_b(*gpu_, out_dtype, {s.n}), d_out(*gpu_, out_dtype, {rows, s.n});
+          d_x.Set(x);
+          d_w.Set(w);
+          d_b.Set(bias);
+          const Tensor b = with_bias ? d_b.tensor() : Tensor();
+          ASSERT_TRUE(cuda::GemvSmallMServes(d_x, d_w, b, d_out));
+          ASSERT_TRUE(cuda::LaunchGemvSmallM(d_x, d_w, b, d_out, gpu_->stream()).ok());
+          ExpectClose(d_out.Get(), want, "GemvSmallM");
+        }
+      }
+    }
+  }
+  // What it refuses: nine rows, float32, a width that is not whole vectors.
+  DeviceTensor x9(*gpu_, dtype(), {9, 64}), w(*gpu_, dtype(), {8, 64}), out9(*gpu_, dtype(), {9, 8});
+  EXPECT_FALSE(cuda::GemvSmallMServes(x9, w, Tensor(), out9));
+  DeviceTensor x12(*gpu_, dtype(), {1, 12}), w12(*gpu_, dtype(), {8, 12}), out1(*gpu_, dtype(), {1, 8});
+  EXPECT_FALSE(cuda::GemvSmallMServes(x12, w12, Tensor(), out1));
 }
 
 TEST_P(CudaOpsTest, RopeSplitRotatesQAndKAndCopiesV) {

@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <random>
 
 #include "absl/strings/str_cat.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/elementwise.h"
+#include "kernels/cuda/gemv_small_m.h"
 
 namespace kvserve::cuda {
 
@@ -24,6 +26,7 @@ struct CublasLtGemm::Plan {
   std::vector<int8_t> choice;
   uint64_t last_use = 0;
   bool tuned = false;  // candidates timed and sorted (Tune)
+  bool gemv = false;   // the small-M kernel beat every candidate (Tune): it runs this bucket
   static constexpr int8_t kUnknown = -1, kNone = -2;
 
   ~Plan() {
@@ -271,7 +274,7 @@ absl::StatusOr<CublasLtGemm::Choice> CublasLtGemm::Choose(int64_t rows, int64_t 
 absl::Status CublasLtGemm::Tune(Plan& plan, const std::vector<const LinearLimits*>& weights,
                                 void* x, void* out) {
   plan.tuned = true;
-  if (plan.algos.size() < 2 || weights.empty()) return absl::OkStatus();
+  if (plan.algos.empty() || weights.empty()) return absl::OkStatus();
   const int64_t rows = plan.choice.size() + plan.bucket_begin - 1;  // the bucket's end
   RETURN_IF_ERROR(SetRows(plan, rows));
   ASSIGN_OR_RETURN(CudaEvent start, CudaEvent::CreateTimed());
@@ -330,6 +333,92 @@ absl::Status CublasLtGemm::Tune(Plan& plan, const std::vector<const LinearLimits
                 << times.front().second + 1 << " of " << plan.algos.size() << " fastest, "
                 << times.front().first << " us (the heuristic's first: " << first_us << " us)";
   plan.algos = std::move(sorted);
+  // The small-M kernel competes at decode sizes, once it has computed what
+  // the best candidate computes.
+  const LinearLimits& first = *weights.front();
+  const Tensor xt(x, first.weight.dtype, {rows, first.weight.dim(1)});
+  const Tensor bias = plan.fused_bias ? first.bias : Tensor();
+  Tensor out_ref(out, first.out_dtype, {rows, first.weight.dim(0)});
+  if (rows > kGemvMaxRows || !gemv_allowed_ ||
+      !GemvSmallMServes(xt, first.weight, bias, out_ref)) {
+    return absl::OkStatus();
+  }
+  Tensor out_gemv(static_cast<char*>(out) + out_ref.bytes(), first.out_dtype,
+                  {rows, first.weight.dim(0)});
+  if (run(plan.algos.front(), 0) != CUBLAS_STATUS_SUCCESS) return absl::OkStatus();
+  RETURN_IF_ERROR(LaunchGemvSmallM(xt, first.weight, bias, out_gemv, stream_));
+  if (absl::Status agree = CompareOutputs(out_gemv, out_ref); !agree.ok()) {
+    gemv_allowed_ = false;
+    fallbacks_.push_back("gemv_small_m");
+    KV_LOG(ERROR) << "CUDA backend: the small-M GEMV kernel disagrees with cuBLASLt on this GPU; "
+                  << "cuBLASLt serves every GEMM instead: " << agree.message();
+    return absl::OkStatus();
+  }
+  RETURN_IF_CUDA_ERROR(cudaEventRecord(start.get(), stream_));
+  for (int i = 0; i < calls; ++i) {
+    const LinearLimits& l = *weights[static_cast<size_t>(i) % weights.size()];
+    RETURN_IF_ERROR(LaunchGemvSmallM(xt, l.weight, plan.fused_bias ? l.bias : Tensor(), out_gemv,
+                                     stream_));
+  }
+  RETURN_IF_CUDA_ERROR(cudaEventRecord(stop.get(), stream_));
+  RETURN_IF_CUDA_ERROR(cudaEventSynchronize(stop.get()));
+  float ms = 0;
+  RETURN_IF_CUDA_ERROR(cudaEventElapsedTime(&ms, start.get(), stop.get()));
+  const float gemv_us = ms * 1000.f / calls;
+  if (gemv_us < times.front().first) {
+    plan.gemv = true;
+    ++tuning_.plans_gemv;
+    tuning_.tuned_us -= times.front().first - gemv_us;
+  }
+  KV_LOG(DEBUG) << "  small-M GEMV: " << gemv_us << " us" << (plan.gemv ? " (chosen)" : "");
+  return absl::OkStatus();
+}
+
+absl::Status CublasLtGemm::CompareOutputs(Tensor got, Tensor want) {
+  const int64_t n = want.numel();
+  std::vector<uint8_t> got_bytes(got.bytes()), want_bytes(want.bytes());
+  RETURN_IF_CUDA_ERROR(cudaMemcpyAsync(got_bytes.data(), got.data, got.bytes(),
+                                       cudaMemcpyDeviceToHost, stream_));
+  RETURN_IF_CUDA_ERROR(cudaMemcpyAsync(want_bytes.data(), want.data, want.bytes(),
+                                       cudaMemcpyDeviceToHost, stream_));
+  RETURN_IF_CUDA_ERROR(cudaStreamSynchronize(stream_));
+  std::vector<float> g(n), w(n);
+  RETURN_IF_ERROR(ConvertToFloat32(got_bytes.data(), got.dtype, n, g.data()));
+  RETURN_IF_ERROR(ConvertToFloat32(want_bytes.data(), want.dtype, n, w.data()));
+  double scale = 1;
+  for (float v : w) scale = std::max(scale, double(std::fabs(v)));
+  // Both sum the same float32 products in another order; the output is
+  // rounded once to its dtype (bf16: 2⁻⁸ relative).
+  const double rtol = want.dtype == DType::kFloat32 ? 1e-4 : 2e-2;
+  for (int64_t i = 0; i < n; ++i) {
+    const double allowed = rtol * (0.05 * scale + std::fabs(w[i]));
+    if (!std::isfinite(g[i]) || std::fabs(double(g[i]) - w[i]) > allowed) {
+      return absl::FailedPreconditionError(absl::StrCat("element ", i, " of ", n, ": ", g[i],
+                                                        " where cuBLASLt gives ", w[i]));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CublasLtGemm::FillRandomRows(void* x, const std::vector<LinearLimits>& linears,
+                                          size_t capacity) {
+  int64_t k_max = 0;
+  DType dtype = DType::kBFloat16;
+  for (const LinearLimits& l : linears) {
+    if (l.weight.empty()) continue;
+    k_max = std::max(k_max, l.weight.dim(1));
+    dtype = l.weight.dtype;
+  }
+  if (dtype != DType::kBFloat16 && dtype != DType::kFloat16) return absl::OkStatus();
+  const int64_t n = std::min<int64_t>(kGemvMaxRows * k_max, int64_t(capacity / DTypeSize(dtype)));
+  std::mt19937 rng(42);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  std::vector<float> values(n);
+  for (float& v : values) v = normal(rng);
+  std::vector<uint8_t> bytes(DTypeBytes(dtype, n));
+  RETURN_IF_ERROR(ConvertFromFloat32(values.data(), n, dtype, bytes.data()));
+  RETURN_IF_CUDA_ERROR(cudaMemcpyAsync(x, bytes.data(), bytes.size(), cudaMemcpyHostToDevice, stream_));
+  RETURN_IF_CUDA_ERROR(cudaStreamSynchronize(stream_));
   return absl::OkStatus();
 }
 
@@ -351,8 +440,13 @@ absl::Status CublasLtGemm::Warmup(const std::vector<LinearLimits>& linears, int 
     }
     if (!shapes.empty()) {
       ASSIGN_OR_RETURN(DeviceBufferPtr x, CudaBuffer::Allocate(std::max<size_t>(x_bytes, 256)));
-      ASSIGN_OR_RETURN(DeviceBufferPtr out, CudaBuffer::Allocate(std::max<size_t>(out_bytes, 256)));
+      // Twice the largest output: the small-M kernel's result sits beside cuBLASLt's.
+      ASSIGN_OR_RETURN(DeviceBufferPtr out,
+                       CudaBuffer::Allocate(2 * std::max<size_t>(out_bytes, 256)));
       RETURN_IF_CUDA_ERROR(cudaMemsetAsync(x->data(), 0, x->size(), stream_));
+      // The first kGemvMaxRows rows random: the small-M kernel is compared
+      // with cuBLASLt on them (zeros would agree whatever the kernel does).
+      RETURN_IF_ERROR(FillRandomRows(x->data(), linears, x->size()));
       for (const auto& [shape, layers] : shapes) {
         const auto [n, k, in, out_dtype, fuse] = shape;
         const LinearLimits& first = *layers.front();
@@ -415,6 +509,14 @@ absl::Status CublasLtGemm::Linear(Tensor x, Tensor weight, Tensor bias, Tensor o
     return absl::OkStatus();
   }
   Plan& p = *c.plan;
+  if (p.gemv && rows <= kGemvMaxRows) {
+    const Tensor fused = p.fused_bias ? bias : Tensor();
+    if (GemvSmallMServes(x, weight, fused, out)) {
+      RETURN_IF_ERROR(LaunchGemvSmallM(x, weight, fused, out, stream_));
+      if (has_bias && !p.fused_bias) RETURN_IF_ERROR(LaunchAddBias(bias, out, stream_));
+      return absl::OkStatus();
+    }
+  }
   RETURN_IF_ERROR(SetRows(p, rows));
   if (p.fused_bias) {
     const void* bias_ptr = bias.data;

@@ -29,6 +29,8 @@
 // repetitions each, cycling through every layer's weight of that shape so
 // that the reads come from memory as in a step, not from L2) and keeps them
 // fastest first; the per-M check then takes the fastest that supports M.
+// At decode sizes (M ≤ 8) the small-M kernel of gemv_small_m.h competes too,
+// once it has computed what the fastest candidate computes.
 #pragma once
 
 #include <cublasLt.h>
@@ -37,6 +39,7 @@
 
 #include <map>
 #include <memory>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -83,10 +86,13 @@ class CublasLtGemm {
   struct TuningSummary {
     int plans_timed = 0;
     int plans_reordered = 0;
+    int plans_gemv = 0;       // decode buckets where the small-M kernel was fastest
     double heuristic_us = 0;  // the heuristic's first choices, one call of each plan
     double tuned_us = 0;      // the fastest candidates
   };
   const TuningSummary& tuning() const { return tuning_; }
+  /// Kernels found wrong on this GPU while tuning ("gemv_small_m"): never used.
+  const std::vector<std::string>& fallbacks() const { return fallbacks_; }
 
  private:
   struct Plan;
@@ -117,6 +123,11 @@ class CublasLtGemm {
   /// and sorts them fastest first.
   absl::Status Tune(Plan& plan, const std::vector<const LinearLimits*>& weights, void* x,
                     void* out);
+  /// Fills the first kGemvMaxRows rows of the widest activation with normal values.
+  absl::Status FillRandomRows(void* x, const std::vector<LinearLimits>& linears, size_t capacity);
+  /// FailedPrecondition naming the first element of `got` (the small-M
+  /// kernel's) outside the bound around `want` (cuBLASLt's).
+  absl::Status CompareOutputs(Tensor got, Tensor want);
 
   cudaStream_t stream_;
   cublasLtHandle_t handle_ = nullptr;
@@ -127,6 +138,8 @@ class CublasLtGemm {
   bool evict_logged_ = false;
   bool tune_ = true;
   TuningSummary tuning_;
+  bool gemv_allowed_ = true;  // false once the small-M kernel disagreed with cuBLASLt
+  std::vector<std::string> fallbacks_;
 };
 
 }  // namespace kvserve::cuda

@@ -174,7 +174,8 @@ absl::Status CudaBackend::Reserve(const StepLimits& limits) {
   if (tuning.plans_timed > 0) {
     KV_LOG(INFO) << "CUDA backend: timed the cuBLASLt candidates of " << tuning.plans_timed
                  << " GEMM plans; the fastest was not the heuristic's first in "
-                 << tuning.plans_reordered << " (one call of each plan: "
+                 << tuning.plans_reordered << ", and the small-M kernel beat them all in "
+                 << tuning.plans_gemv << " (one call of each plan: "
                  << absl::StrFormat("%.1f", tuning.heuristic_us) << " us as ranked, "
                  << absl::StrFormat("%.1f", tuning.tuned_us) << " us tuned)";
   }
@@ -220,6 +221,12 @@ absl::Status CudaBackend::SelfCheckFastKernels(const StepLimits& limits) {
                << (fast_.prefill ? "on" : "off") << ", RoPE + KV write "
                << (fast_.rope ? "on" : "off") << ", RMSNorm " << (fast_.rmsnorm ? "on" : "off");
   return absl::OkStatus();
+}
+
+std::vector<std::string> CudaBackend::KernelFallbacks() const {
+  std::vector<std::string> all = fallbacks_;
+  for (const std::string& k : gemm_->fallbacks()) all.push_back(k);
+  return all;
 }
 
 void CudaBackend::FallBack(const std::string& kernel, const absl::Status& why) {

@@ -93,7 +93,7 @@ class CudaBackend final : public Backend {
   cudaStream_t stream() const { return stream_.get(); }
   /// The fast kernels that failed their start-up check (the reference serves
   /// instead), e.g. "flash_decode": empty when all agree.
-  std::vector<std::string> KernelFallbacks() const override { return fallbacks_; }
+  std::vector<std::string> KernelFallbacks() const override;
   /// "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs)".
   const std::string& device_name() const { return device_name_; }
 
