@@ -15,7 +15,9 @@ struct BackendOptions {
   std::string device = "auto";  // auto | cpu | cuda
   std::string dtype = "auto";   // auto | float32 | bfloat16 | float16
   double gpu_memory_utilization = 0.9;
-  bool cuda_graphs = false;  // record and replay decode steps (CudaBackendOptions::graphs)
+  bool cuda_graphs = true;  // record and replay decode steps (CudaBackendOptions::graphs)
+  bool cuda_fast_kernels = true;  // CudaBackendOptions::fast_kernels
+  bool cuda_tune_gemms = true;    // CudaBackendOptions::tune_gemms
 };
 
 /// "auto" is cuda when this build has the CUDA backend, a GPU is present and

@@ -122,7 +122,9 @@ int Run() {
   }
   BackendOptions backend_options{absl::GetFlag(FLAGS_device), absl::GetFlag(FLAGS_dtype),
                                  absl::GetFlag(FLAGS_gpu_memory_utilization),
-                                 absl::GetFlag(FLAGS_cuda_graphs)};
+                                 absl::GetFlag(FLAGS_cuda_graphs),
+                                 absl::GetFlag(FLAGS_cuda_fast_kernels),
+                                 absl::GetFlag(FLAGS_cuda_tune_gemms)};
   absl::StatusOr<std::unique_ptr<Backend>> backend = MakeBackend(backend_options, source->config, config);
   if (!backend.ok()) {
     KV_LOG(ERROR) << backend.status().message();

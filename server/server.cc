@@ -65,6 +65,7 @@ absl::StatusOr<std::unique_ptr<KvServer>> KvServer::Start(const ServerOptions& o
   }
   if (absl::Status s = options.grpc_limits.Validate(); !s.ok()) return s;
   std::unique_ptr<KvServer> server(new KvServer(engine, registry, options.chat, options.log_prompts));
+  server->metrics().ReportKernelFallbacks(engine.info().kernel_fallbacks);
   server->options_ = options;
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> creds = Credentials(options);
   if (!creds.ok()) return creds.status();

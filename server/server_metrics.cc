@@ -23,7 +23,12 @@ ServerMetrics::ServerMetrics(prometheus::Registry& registry)
       auth_failures_(prometheus::BuildCounter()
                          .Name("kvserve_auth_failures_total")
                          .Help("Requests refused by bearer-token authentication, by API and reason")
-                         .Register(registry)) {
+                         .Register(registry)),
+      kernel_fallbacks_(prometheus::BuildGauge()
+                            .Name("kvserve_kernel_fallbacks")
+                            .Help("Fast GPU kernels that disagreed with their reference kernel at "
+                                  "start-up and were replaced by it (1 per kernel)")
+                            .Register(registry)) {
   // Every (api, outcome) pair appears from the start, at 0.
   for (Api api : {Api::kGrpc, Api::kHttp}) {
     for (const char* outcome : {"length", "eos", "stop", "cancelled", "deadline_exceeded",
@@ -39,6 +44,10 @@ ServerMetrics::ServerMetrics(prometheus::Registry& registry)
 
 void ServerMetrics::RecordOutcome(const std::string& outcome, Api api) {
   requests_.Add({{"api", ApiLabel(api)}, {"outcome", outcome}}).Increment();
+}
+
+void ServerMetrics::ReportKernelFallbacks(const std::vector<std::string>& kernels) {
+  for (const std::string& kernel : kernels) kernel_fallbacks_.Add({{"kernel", kernel}}).Set(1);
 }
 
 void ServerMetrics::RecordAuthFailure(AuthResult result, Api api) {

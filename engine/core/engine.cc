@@ -108,6 +108,7 @@ absl::Status Engine::Initialize() {
   info_.dtype = std::string(DTypeName(backend_->compute_dtype()));
   info_.default_max_new_tokens = config_.default_max_new_tokens;
   info_.weight_bytes = model_->weight_bytes();
+  info_.kernel_fallbacks = backend_->KernelFallbacks();
 
   KV_LOG(INFO) << "model " << info_.model_name << ": " << mc.num_layers << " layers, hidden "
                << mc.hidden_size << ", heads " << mc.num_heads << "/" << mc.num_kv_heads << " x "

@@ -22,6 +22,9 @@ struct ModelInfo {
   std::string dtype;        // the compute dtype (CPU weight matrices may be stored smaller)
   uint64_t weight_bytes = 0;  // device bytes of the weights as stored
   uint32_t default_max_new_tokens = 0;
+  /// Fast GPU kernels that disagreed with their reference at start-up and
+  /// were replaced by it (Backend::KernelFallbacks); empty when all agree.
+  std::vector<std::string> kernel_fallbacks;
 };
 
 }  // namespace kvserve

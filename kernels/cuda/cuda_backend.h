@@ -37,7 +37,7 @@ struct CudaBackendOptions {
   size_t gemm_workspace_bytes = size_t(32) << 20;
   size_t staging_slot_bytes = size_t(8) << 20;  // two pinned slots of this size
   /// Record each decode bucket's step as a CUDA graph and replay it
-  /// (--cuda_graphs; off by default until verified on a GPU, docs/cuda.md).
+  /// (--cuda_graphs, on by default in the server; tests opt in).
   bool graphs = false;
   /// The fast kernels (flash decode, tensor-core prefill, fused RoPE + KV
   /// write, one-pass RMSNorm) wherever they serve the op, each checked against its reference
