@@ -216,6 +216,8 @@ class CudaAttentionTest : public ::testing::TestWithParam<Shape> {
   }
 };
 
+StepLimits DecodeLimits(const Shape& s);
+
 // Each dtype on the default backend (the fast kernels where they serve the
 // shape: tensor-core prefill and flash decode for bf16/f16, D 64/128) and,
 // for the 16-bit dtypes, on one with only the reference kernels.
@@ -246,6 +248,13 @@ TEST_P(CudaAttentionTest, PrefillMatchesTheCpu) {
     {
       SCOPED_TRACE("chunks against long cached contexts");
       Scenario(GetParam(), dtype, ChunksAgainstLongContexts(), seed++).Run(*gpu, false);
+    }
+    // Reserved, the tensor-core kernel may split a short chunk's keys (few
+    // CTAs: 1 query tile × H heads) and merge them.
+    ASSERT_TRUE(gpu->Reserve(DecodeLimits(GetParam())).ok());
+    {
+      SCOPED_TRACE("one short chunk behind a long context (key splits)");
+      Scenario(GetParam(), dtype, {{2500, 21}}, seed++).Run(*gpu, false);
     }
   }
 }

@@ -25,6 +25,7 @@
 #include "kernels/cuda/dispatch.h"
 #include "kernels/cuda/flash_decode.h"
 #include "kernels/cuda/flash_decode_layout.h"
+#include "kernels/cuda/prefill_mma.h"
 
 namespace kvserve::cuda {
 namespace {
@@ -261,6 +262,69 @@ TEST(FlashDecodePlanTest, TheDocumentedCases) {
   plan = PlanFlashDecode(Bf16DecodeShape(128, 32, 8, 64, 16, 256, 4096), 132);
   EXPECT_EQ(plan.num_splits, 1);
   EXPECT_EQ(plan.workspace_floats, 0u);
+}
+
+// The tensor-core prefill's key splits: only when the (query tile, head,
+// sequence) CTAs leave SMs idle, whole 64-key tiles, at least four per
+// split, covering the context, within what Reserve allocates.
+TEST(PrefillMmaPlanTest, SplitsOnlyWhereTheGpuIsIdleAndStayWithinTheReservation) {
+  for (int num_sms : {16, 132}) {
+    for (int seqs : {1, 2, 5}) {
+      for (int heads : {2, 8, 32}) {
+        for (int dim : {64, 128}) {
+          for (int queries : {1, 21, 64, 130, 1024}) {
+            for (int context : {1, 100, 255, 256, 2500, 32768}) {
+              if (queries > context) continue;
+              PrefillAttentionParams p;
+              p.num_seqs = seqs;
+              p.shape = AttentionShape{heads, heads, dim, 1.f};
+              p.q = Tensor(nullptr, DType::kBFloat16, {int64_t(seqs) * queries, heads, dim});
+              p.cache.block_size = 16;
+              p.block_tables = Tensor(nullptr, DType::kInt32, {seqs, (context + 15) / 16});
+              p.max_q_len = queries;
+              p.max_context_len = context;
+              const PrefillMmaReservation r = MaxPrefillMmaReservation(dim, num_sms);
+              const PrefillMmaPlan plan = PlanPrefillMma(p, num_sms, r.workspace_floats, r.counters);
+              SCOPED_TRACE(::testing::Message() << "sms " << num_sms << ", B " << seqs << ", H "
+                                                << heads << ", D " << dim << ", q " << queries
+                                                << ", context " << context << ": "
+                                                << plan.num_splits << " x " << plan.split_keys);
+              const int64_t groups = int64_t((queries + 63) / 64) * heads * seqs;
+              ASSERT_GE(plan.num_splits, 1);
+              ASSERT_LE(plan.num_splits, kMaxPrefillSplits);
+              if (plan.num_splits == 1) {
+                EXPECT_EQ(plan.workspace_floats, 0u);
+                continue;
+              }
+              EXPECT_LT(groups, num_sms);  // a full GPU is never split
+              EXPECT_EQ(plan.split_keys % 64, 0);
+              EXPECT_GE(plan.split_keys, 256);
+              EXPECT_GE(int64_t(plan.num_splits) * plan.split_keys, context);
+              EXPECT_LT(int64_t(plan.num_splits - 1) * plan.split_keys, context);
+              EXPECT_EQ(plan.workspace_floats, size_t(groups) * plan.num_splits * 64 * (dim + 2));
+              EXPECT_EQ(plan.counters, size_t(groups));
+              EXPECT_LE(plan.workspace_floats, r.workspace_floats);
+              EXPECT_LE(plan.counters, r.counters);
+              // Without a reservation (before Reserve): no split.
+              EXPECT_EQ(PlanPrefillMma(p, num_sms, 0, 0).num_splits, 1);
+            }
+          }
+        }
+      }
+    }
+  }
+  // The documented case: a 21-token chunk behind 2479 keys, 32 heads, H100.
+  PrefillAttentionParams tail;
+  tail.num_seqs = 1;
+  tail.shape = AttentionShape{32, 8, 64, 1.f};
+  tail.q = Tensor(nullptr, DType::kBFloat16, {21, 32, 64});
+  tail.cache.block_size = 16;
+  tail.block_tables = Tensor(nullptr, DType::kInt32, {1, 157});
+  tail.max_q_len = 21;
+  tail.max_context_len = 2500;
+  const PrefillMmaPlan plan = PlanPrefillMma(tail, 132);
+  EXPECT_EQ(plan.num_splits, 8);  // min(ceil(264 / 32) = 9, 2500 / 256 = 9) → 9 of 320 → 8 of 320
+  EXPECT_EQ(plan.split_keys, 320);
 }
 
 // The device word's messages against the CPU backend's on the same mistake.

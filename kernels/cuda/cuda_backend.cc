@@ -161,6 +161,24 @@ absl::Status CudaBackend::Reserve(const StepLimits& limits) {
         cudaMemsetAsync(flash_counters_->data(), 0, flash.counters * sizeof(int), stream()));
     flash_counters_size_ = flash.counters;
   }
+  if (shape.head_dim > 0) {
+    const PrefillMmaReservation pr = MaxPrefillMmaReservation(shape.head_dim, num_sms_);
+    if (pr.workspace_floats > prefill_workspace_floats_) {
+      prefill_workspace_.reset();
+      prefill_workspace_floats_ = 0;
+      ASSIGN_OR_RETURN(prefill_workspace_,
+                       CudaBuffer::Allocate(pr.workspace_floats * sizeof(float)));
+      prefill_workspace_floats_ = pr.workspace_floats;
+    }
+    if (pr.counters > prefill_counters_size_) {
+      prefill_counters_.reset();
+      prefill_counters_size_ = 0;
+      ASSIGN_OR_RETURN(prefill_counters_, CudaBuffer::Allocate(pr.counters * sizeof(int)));
+      RETURN_IF_CUDA_ERROR(
+          cudaMemsetAsync(prefill_counters_->data(), 0, pr.counters * sizeof(int), stream()));
+      prefill_counters_size_ = pr.counters;
+    }
+  }
   RETURN_IF_ERROR(SelfCheckFastKernels(limits));
   const auto start = std::chrono::steady_clock::now();
   RETURN_IF_ERROR(gemm_->Warmup(limits.linears, limits.max_seqs));
@@ -341,7 +359,15 @@ absl::Status CudaBackend::PrefillAttention(const PrefillAttentionParams& p) {
   if (!p.kv_written) {
     RETURN_IF_ERROR(LaunchKvCacheWrite(p.k, p.v, p.slot_mapping, p.cache, error, stream()));
   }
-  if (fast_.prefill && PrefillMmaServes(p)) return LaunchPrefillMma(p, error, stream());
+  if (fast_.prefill && PrefillMmaServes(p)) {
+    // Within what Reserve sized (none before it: no split, as exact).
+    const PrefillMmaPlan plan =
+        PlanPrefillMma(p, num_sms_, prefill_workspace_floats_, prefill_counters_size_);
+    float* workspace =
+        plan.num_splits > 1 ? static_cast<float*>(prefill_workspace_->data()) : nullptr;
+    int* counters = plan.num_splits > 1 ? static_cast<int*>(prefill_counters_->data()) : nullptr;
+    return LaunchPrefillMma(p, plan, workspace, counters, error, stream());
+  }
   return LaunchPrefillAttention(p, error, stream());
 }
 

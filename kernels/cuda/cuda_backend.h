@@ -130,6 +130,11 @@ class CudaBackend final : public Backend {
   size_t flash_workspace_floats_ = 0;
   DeviceBufferPtr flash_counters_;
   size_t flash_counters_size_ = 0;
+  // The tensor-core prefill's key-split workspace and merge counters (zeroed).
+  DeviceBufferPtr prefill_workspace_;
+  size_t prefill_workspace_floats_ = 0;
+  DeviceBufferPtr prefill_counters_;
+  size_t prefill_counters_size_ = 0;
   // Which fast kernels serve: the option, then the start-up check.
   struct FastKernels {
     bool decode = false;

@@ -220,14 +220,35 @@ absl::Status SelfCheckFlashDecode(const SelfCheckDevice& device, DType dtype,
   return absl::OkStatus();
 }
 
+namespace {
+
+struct PrefillSeq {
+  int context, queries;
+};
+
+absl::Status CheckPrefillScenario(const SelfCheckDevice& device, DType dtype,
+                                  const AttentionShape& shape, int block_size,
+                                  const std::vector<PrefillSeq>& seqs, absl::string_view name);
+
+}  // namespace
+
 absl::Status SelfCheckPrefillMma(const SelfCheckDevice& device, DType dtype,
                                  const AttentionShape& shape, int block_size) {
   // Whole prompts (one row, a partial tile, two tiles and a bit) and a chunk
-  // whose rows sit behind earlier cached keys.
-  struct Seq {
-    int context, queries;
-  };
-  const std::vector<Seq> seqs = {{1, 1}, {67, 67}, {130, 130}, {300, 70}};
+  // whose rows sit behind earlier cached keys; then one short chunk behind a
+  // long context, which the plan splits over its keys (merged in the kernel).
+  RETURN_IF_ERROR(CheckPrefillScenario(device, dtype, shape, block_size,
+                                       {{1, 1}, {67, 67}, {130, 130}, {300, 70}}, "prompts"));
+  return CheckPrefillScenario(device, dtype, shape, block_size, {{2500, 21}},
+                              "a chunk behind 2479 keys");
+}
+
+namespace {
+
+absl::Status CheckPrefillScenario(const SelfCheckDevice& device, DType dtype,
+                                  const AttentionShape& shape, int block_size,
+                                  const std::vector<PrefillSeq>& seqs, absl::string_view name) {
+  using Seq = PrefillSeq;
   const int n = static_cast<int>(seqs.size());
   PrefillAttentionParams p;
   p.shape = shape;
@@ -289,15 +310,28 @@ absl::Status SelfCheckPrefillMma(const SelfCheckDevice& device, DType dtype,
   RETURN_IF_ERROR(LaunchPrefillAttention(p, device.error, device.stream));
   ASSIGN_OR_RETURN(const std::vector<float> want, out.Get());
   RETURN_IF_ERROR(TakeError(device, "reference prefill attention"));
-  RETURN_IF_ERROR(out.Poison());
-  RETURN_IF_ERROR(LaunchPrefillMma(p, device.error, device.stream));
-  ASSIGN_OR_RETURN(const std::vector<float> got, out.Get());
+  const PrefillMmaReservation r = MaxPrefillMmaReservation(shape.head_dim, device.num_sms);
+  ASSIGN_OR_RETURN(Array ws, Array::Make(device, DType::kFloat32, {int64_t(std::max<size_t>(r.workspace_floats, 1))}));
+  ASSIGN_OR_RETURN(Array counters, Array::Make(device, DType::kInt32, {int64_t(std::max<size_t>(r.counters, 1))}));
+  RETURN_IF_ERROR(counters.Zero());
+  const PrefillMmaPlan plan = PlanPrefillMma(p, device.num_sms, r.workspace_floats, r.counters);
   const std::string what = absl::StrCat("tensor-core prefill (", DTypeName(dtype), ", H ",
                                         shape.num_heads, ", Hkv ", shape.num_kv_heads, ", D ",
-                                        shape.head_dim, ", block ", block_size, ")");
-  RETURN_IF_ERROR(TakeError(device, what));
-  return Agree(what, got, want, dtype);
+                                        shape.head_dim, ", block ", block_size, ", ", name, ", ",
+                                        plan.num_splits, " key splits)");
+  // Twice: the second launch finds the merge counters as the first left them.
+  for (int run = 0; run < 2; ++run) {
+    RETURN_IF_ERROR(out.Poison());
+    RETURN_IF_ERROR(LaunchPrefillMma(p, plan, ws.data<float>(), counters.data<int>(), device.error,
+                                     device.stream));
+    ASSIGN_OR_RETURN(const std::vector<float> got, out.Get());
+    RETURN_IF_ERROR(TakeError(device, what));
+    RETURN_IF_ERROR(Agree(what, got, want, dtype));
+  }
+  return absl::OkStatus();
 }
+
+}  // namespace
 
 absl::Status SelfCheckRmsNorm(const SelfCheckDevice& device, DType dtype, int hidden_size) {
   if (hidden_size <= 0) return absl::OkStatus();

@@ -48,6 +48,13 @@ struct Args {
   int max_q_len;     // the grid covers this many queries per sequence
   float scale_log2;  // 1/√D · log2(e)
   DeviceError* error;
+  // Key splits (PrefillMmaPlan): each CTA of a (query tile, head, sequence)
+  // takes keys [split · split_keys, +split_keys); with more than one, the
+  // last to finish merges the others' partial rows.
+  int num_splits, split_keys;
+  float* partial_out;  // [row groups, splits, 64, D]: unnormalized
+  float* partial_ml;   // [row groups, splits, 64, 2]: max (base 2), sum
+  int* counters;       // [row groups], zero between launches
 };
 
 template <typename T, int kHeadDim, int kBlockSize>
@@ -63,7 +70,9 @@ __global__ void __launch_bounds__(kThreads) PrefillMmaKernel(const __grid_consta
   T* const s_kv = s_q + S::kTileElems;  // [buffer][K | V][64][kStride]
 
   const int b = blockIdx.z, h = blockIdx.y;
-  const int tile = gridDim.x - 1 - blockIdx.x;  // the tiles with the most keys start first
+  const int num_q_tiles = gridDim.x / a.num_splits;
+  const int tile = num_q_tiles - 1 - blockIdx.x / a.num_splits;  // the most keys start first
+  const int split = blockIdx.x % a.num_splits;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int q_begin = a.cu_seqlens_q[b];
   const int q_len = a.cu_seqlens_q[b + 1] - q_begin;
@@ -91,6 +100,9 @@ __global__ void __launch_bounds__(kThreads) PrefillMmaKernel(const __grid_consta
   if (row0 >= q_len) return;
   const int first_pos = context - q_len;  // position of query row 0
   const int key_limit = first_pos + min(row0 + kQueryTile, q_len);  // keys visible to some row
+  // This CTA's keys: [key_begin, key_end), whole 64-key tiles (split_keys is a multiple).
+  const int key_begin = split * a.split_keys;
+  const int key_end = min(key_limit, key_begin + a.split_keys);
   const int kv_head = h / (a.num_heads / a.num_kv_heads);
   const int32_t* table = a.block_tables + int64_t(b) * a.width;
 
@@ -108,7 +120,7 @@ __global__ void __launch_bounds__(kThreads) PrefillMmaKernel(const __grid_consta
     for (int c = tid; c < kKeyTile * kChunks; c += kThreads) {
       const int key = c / kChunks, part = c % kChunks;
       const int pos = t0 + key;
-      bool valid = pos < key_limit;
+      bool valid = pos < key_end;
       int64_t offset = 0;
       if (valid) {
         const int32_t block = table[pos / kBlockSize];
@@ -124,7 +136,9 @@ __global__ void __launch_bounds__(kThreads) PrefillMmaKernel(const __grid_consta
       mma::CpAsync16(s_v + key * kStride + part * 8, a.v_cache + offset, valid);
     }
   };
-  load_kv(0, 0);
+  const int first_tile = key_begin / kKeyTile;
+  const int num_tiles = key_end > key_begin ? (key_end + kKeyTile - 1) / kKeyTile - first_tile : 0;
+  if (num_tiles > 0) load_kv(key_begin, 0);
   mma::CpAsyncCommit();
 
   const int g = lane / 4, t = lane % 4;
@@ -140,10 +154,9 @@ __global__ void __launch_bounds__(kThreads) PrefillMmaKernel(const __grid_consta
   for (int d = 0; d < kDTiles; ++d) o[d][0] = o[d][1] = o[d][2] = o[d][3] = 0.f;
   float m[2] = {NegInf(), NegInf()}, l[2] = {0.f, 0.f};  // l: this thread's part of the row sum
 
-  const int num_tiles = (key_limit + kKeyTile - 1) / kKeyTile;
   for (int j = 0; j < num_tiles; ++j) {
     if (j + 1 < num_tiles) {
-      load_kv((j + 1) * kKeyTile, (j + 1) & 1);  // its buffer was last read at tile j − 1
+      load_kv(key_begin + (j + 1) * kKeyTile, (j + 1) & 1);  // its buffer was last read at tile j − 1
       mma::CpAsyncCommit();
       mma::CpAsyncWait<1>();
     } else {
@@ -156,7 +169,7 @@ __global__ void __launch_bounds__(kThreads) PrefillMmaKernel(const __grid_consta
         mma::LdMatrixX4(qf[ks], s_q + (warp * 16 + lane % 16) * kStride + ks * 16 + (lane / 16) * 8);
       }
     }
-    const int t0 = j * kKeyTile;
+    const int t0 = key_begin + j * kKeyTile;
     if (warp_has_rows && t0 <= warp_last_pos) {  // else every key of the tile is in the warp's future
       const T* s_k = s_kv + (j & 1) * 2 * S::kTileElems;
       const T* s_v = s_k + S::kTileElems;
@@ -184,7 +197,8 @@ __global__ void __launch_bounds__(kThreads) PrefillMmaKernel(const __grid_consta
         for (int c = 0; c < 4; ++c) {
           const int key = t0 + n * 8 + 2 * t + (c & 1);
           const int pos = c < 2 ? pos_lo : pos_hi;
-          s[n][c] = key <= pos ? s[n][c] * a.scale_log2 : NegInf();
+          // The future, and keys of the next split (zero-filled here).
+          s[n][c] = key <= pos && key < key_end ? s[n][c] * a.scale_log2 : NegInf();
           tile_max[c / 2] = fmaxf(tile_max[c / 2], s[n][c]);
         }
       }
@@ -235,29 +249,99 @@ __global__ void __launch_bounds__(kThreads) PrefillMmaKernel(const __grid_consta
     __syncthreads();  // this tile's buffer is refilled by the next iteration's prefetch
   }
 
-  if (!warp_has_rows) return;
-  float inv[2];
+  // An empty split never waited for its Q tile: no copy may still land in
+  // shared memory that the merge below reuses.
+  mma::CpAsyncWait<0>();
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
     l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
-    inv[r] = l[r] > 0.f ? 1.f / l[r] : 0.f;  // no visible key: 0, never NaN
   }
   const int rows[2] = {warp_row0 + g, warp_row0 + g + 8};
+  if (a.num_splits == 1) {
+    if (!warp_has_rows) return;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      if (rows[r] >= q_len) continue;
+      const float inv = l[r] > 0.f ? 1.f / l[r] : 0.f;  // no visible key: 0, never NaN
+      T* dst = a.out + (int64_t(q_begin + rows[r]) * a.num_heads + h) * kHeadDim + 2 * t;
+#pragma unroll
+      for (int d = 0; d < kDTiles; ++d) {
+        *reinterpret_cast<uint32_t*>(dst + d * 8) =
+            mma::Pack2<T>(o[d][2 * r] * inv, o[d][2 * r + 1] * inv);
+      }
+    }
+    return;
+  }
+
+  // Several splits: this CTA's rows, unnormalized, with their max and sum.
+  const int64_t group = (int64_t(b) * num_q_tiles + tile) * a.num_heads + h;
+  const int64_t slot = group * a.num_splits + split;
+  float* part_o = a.partial_out + slot * kQueryTile * kHeadDim;
+  float* part_ml = a.partial_ml + slot * kQueryTile * 2;
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
-    if (rows[r] >= q_len) continue;
-    T* dst = a.out + (int64_t(q_begin + rows[r]) * a.num_heads + h) * kHeadDim + 2 * t;
+    const int row = warp * 16 + g + 8 * r;  // within the tile
 #pragma unroll
     for (int d = 0; d < kDTiles; ++d) {
-      *reinterpret_cast<uint32_t*>(dst + d * 8) =
-          mma::Pack2<T>(o[d][2 * r] * inv[r], o[d][2 * r + 1] * inv[r]);
+      *reinterpret_cast<float2*>(part_o + row * kHeadDim + d * 8 + 2 * t) =
+          make_float2(o[d][2 * r], o[d][2 * r + 1]);
+    }
+    if (t == 0) {
+      part_ml[row * 2] = m[r];
+      part_ml[row * 2 + 1] = l[r];
     }
   }
+  // The last CTA of the group merges (after every other's partials are visible).
+  __shared__ int s_last;
+  __threadfence();
+  __syncthreads();
+  if (tid == 0) s_last = atomicAdd(a.counters + group, 1) == a.num_splits - 1;
+  __syncthreads();
+  if (!s_last) return;
+  __threadfence();
+  // Per row: the splits' weights e^(m_s − M) and 1 / Σ weight · l_s, in the
+  // (now idle) tile memory.
+  float* s_w = reinterpret_cast<float*>(smem_raw);  // [64][splits]
+  float* s_inv = s_w + kQueryTile * a.num_splits;   // [64]
+  const float* group_ml = a.partial_ml + group * a.num_splits * kQueryTile * 2;
+  for (int row = tid; row < kQueryTile; row += kThreads) {
+    float m_all = NegInf();
+    for (int sp = 0; sp < a.num_splits; ++sp) {
+      m_all = fmaxf(m_all, __ldcg(group_ml + (sp * kQueryTile + row) * 2));
+    }
+    float l_all = 0.f;
+    for (int sp = 0; sp < a.num_splits; ++sp) {
+      const float m_s = __ldcg(group_ml + (sp * kQueryTile + row) * 2);
+      const float w = m_all == NegInf() ? 0.f : exp2f(m_s - m_all);
+      s_w[row * a.num_splits + sp] = w;
+      l_all += w * __ldcg(group_ml + (sp * kQueryTile + row) * 2 + 1);
+    }
+    s_inv[row] = l_all > 0.f ? 1.f / l_all : 0.f;
+  }
+  __syncthreads();
+  const float* group_o = a.partial_out + group * a.num_splits * kQueryTile * kHeadDim;
+  for (int idx = tid; idx < kQueryTile * kHeadDim / 2; idx += kThreads) {
+    const int row = idx / (kHeadDim / 2), d = (idx % (kHeadDim / 2)) * 2;
+    if (row0 + row >= q_len) continue;
+    float2 sum = make_float2(0.f, 0.f);
+    for (int sp = 0; sp < a.num_splits; ++sp) {
+      const float w = s_w[row * a.num_splits + sp];
+      const float2 v =
+          __ldcg(reinterpret_cast<const float2*>(group_o + (int64_t(sp) * kQueryTile + row) * kHeadDim + d));
+      sum.x += w * v.x;
+      sum.y += w * v.y;
+    }
+    const float inv = s_inv[row];
+    *reinterpret_cast<uint32_t*>(a.out + (int64_t(q_begin + row0 + row) * a.num_heads + h) * kHeadDim + d) =
+        mma::Pack2<T>(sum.x * inv, sum.y * inv);
+  }
+  if (tid == 0) a.counters[group] = 0;  // ready for the next launch
 }
 
 template <typename T, int kHeadDim, int kBlockSize>
-absl::Status Launch(const PrefillAttentionParams& p, DeviceError* error, cudaStream_t stream) {
+absl::Status Launch(const PrefillAttentionParams& p, const PrefillMmaPlan& plan, float* workspace,
+                    int* counters, DeviceError* error, cudaStream_t stream) {
   auto kernel = PrefillMmaKernel<T, kHeadDim, kBlockSize>;
   constexpr size_t kSmem = Smem<kHeadDim>::kBytes;
   // Above 48 KiB a kernel must opt in to its dynamic shared memory, once.
@@ -283,7 +367,20 @@ absl::Status Launch(const PrefillAttentionParams& p, DeviceError* error, cudaStr
   a.max_q_len = max_q;
   a.scale_log2 = p.shape.scale * 1.4426950408889634f;
   a.error = error;
-  const dim3 grid((max_q + kQueryTile - 1) / kQueryTile, p.shape.num_heads, p.num_seqs);
+  if (plan.num_splits < 1 || plan.num_splits > kMaxPrefillSplits ||
+      (plan.num_splits > 1 && (plan.split_keys % kKeyTile != 0 || workspace == nullptr ||
+                               counters == nullptr))) {
+    return absl::InternalError("PrefillMma: inconsistent launch plan");
+  }
+  const int q_tiles = (max_q + kQueryTile - 1) / kQueryTile;
+  a.num_splits = plan.num_splits;
+  a.split_keys = plan.num_splits > 1 ? plan.split_keys : (1 << 30);
+  a.partial_out = workspace;
+  a.partial_ml = workspace == nullptr ? nullptr
+                                      : workspace + int64_t(p.num_seqs) * q_tiles * p.shape.num_heads *
+                                                        plan.num_splits * kQueryTile * kHeadDim;
+  a.counters = counters;
+  const dim3 grid(q_tiles * plan.num_splits, p.shape.num_heads, p.num_seqs);
   kernel<<<grid, kThreads, kSmem, stream>>>(a);
   RETURN_IF_LAUNCH_ERROR();
   return absl::OkStatus();
@@ -291,13 +388,15 @@ absl::Status Launch(const PrefillAttentionParams& p, DeviceError* error, cudaStr
 
 /// Head dims 64 and 128, block sizes 16 and 32, for one dtype.
 template <typename T>
-absl::Status LaunchForDType(const PrefillAttentionParams& p, DeviceError* error,
+absl::Status LaunchForDType(const PrefillAttentionParams& p, const PrefillMmaPlan& plan,
+                            float* workspace, int* counters, DeviceError* error,
                             cudaStream_t stream) {
   const int d = p.shape.head_dim, bs = p.cache.block_size;
-  if (d == 64 && bs == 16) return Launch<T, 64, 16>(p, error, stream);
-  if (d == 64 && bs == 32) return Launch<T, 64, 32>(p, error, stream);
-  if (d == 128 && bs == 16) return Launch<T, 128, 16>(p, error, stream);
-  if (d == 128 && bs == 32) return Launch<T, 128, 32>(p, error, stream);
+  auto go = [&](auto kernel_launch) { return kernel_launch(p, plan, workspace, counters, error, stream); };
+  if (d == 64 && bs == 16) return go(Launch<T, 64, 16>);
+  if (d == 64 && bs == 32) return go(Launch<T, 64, 32>);
+  if (d == 128 && bs == 16) return go(Launch<T, 128, 16>);
+  if (d == 128 && bs == 32) return go(Launch<T, 128, 32>);
   return absl::InvalidArgumentError(absl::StrCat("PrefillMma: head_dim ", d, ", block_size ", bs,
                                                  " not compiled (use the reference kernel)"));
 }

@@ -16,6 +16,9 @@
 
 #include <cuda_runtime.h>
 
+#include <cstddef>
+#include <cstdint>
+
 #include "absl/status/status.h"
 #include "kernels/cuda/device_error.h"
 #include "kernels/op_params.h"
@@ -25,9 +28,36 @@ namespace kvserve::cuda {
 /// Whether the tensor-core kernel serves this op (dtype, head dim, block size).
 bool PrefillMmaServes(const PrefillAttentionParams& p);
 
+/// Key splits of a launch. A step whose (query tile, head, sequence) CTAs
+/// do not fill the GPU — a short chunk behind a long cached context, the
+/// tail of a chunked prefill — splits each CTA's keys so that about twice
+/// the SM count work at once; the last CTA of a group merges the partial
+/// rows (an atomic counter, reset by it). At most kMaxPrefillSplits, each a
+/// whole number of 64-key tiles and at least four of them.
+inline constexpr int kMaxPrefillSplits = 16;
+struct PrefillMmaPlan {
+  int num_splits = 1;
+  int split_keys = 0;           // keys per split, a multiple of 64 (when splits > 1)
+  size_t workspace_floats = 0;  // [groups, splits, 64, D] outputs then [.., 64, 2] (max, sum)
+  size_t counters = 0;          // one per (query tile, head, sequence)
+};
+PrefillMmaPlan PlanPrefillMma(const PrefillAttentionParams& p, int num_sms,
+                              size_t max_workspace_floats = SIZE_MAX,
+                              size_t max_counters = SIZE_MAX);
+
+/// What any plan for head dim `head_dim` on `num_sms` SMs can ask for: fewer
+/// than num_sms groups split, into at most 2·num_sms + groups CTAs.
+struct PrefillMmaReservation {
+  size_t workspace_floats = 0;
+  size_t counters = 0;
+};
+PrefillMmaReservation MaxPrefillMmaReservation(int head_dim, int num_sms);
+
 /// Computes p.out from p.q and the cache (the chunk's K/V must be in it).
 /// The same contract and device errors as LaunchPrefillAttention.
-absl::Status LaunchPrefillMma(const PrefillAttentionParams& p, DeviceError* error,
+/// `workspace` and `counters` (zeroed once, left zeroed) as the plan needs.
+absl::Status LaunchPrefillMma(const PrefillAttentionParams& p, const PrefillMmaPlan& plan,
+                              float* workspace, int* counters, DeviceError* error,
                               cudaStream_t stream);
 
 }  // namespace kvserve::cuda

@@ -2,6 +2,6 @@
 #include "kernels/cuda/prefill_mma.cuh"
 
 namespace kvserve::cuda::prefill_mma {
-template absl::Status LaunchForDType<__half>(const PrefillAttentionParams&, DeviceError*,
-                                          cudaStream_t);
+template absl::Status LaunchForDType<__half>(const PrefillAttentionParams&, const PrefillMmaPlan&,
+                                          float*, int*, DeviceError*, cudaStream_t);
 }  // namespace kvserve::cuda::prefill_mma
