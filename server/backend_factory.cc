@@ -39,7 +39,7 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeCudaBackend(const BackendOptions& o
   cuda::CudaBackendOptions cuda_options;
   cuda_options.dtype = dtype;
   cuda_options.graphs = options.cuda_graphs;
-  cuda_options.fast_kernels = options.cuda_fast_kernels;
+  ASSIGN_OR_RETURN(cuda_options.fast_kernels, cuda::FastKernels::Parse(options.cuda_fast_kernels));
   cuda_options.tune_gemms = options.cuda_tune_gemms;
   ASSIGN_OR_RETURN(std::unique_ptr<cuda::CudaBackend> backend, cuda::CudaBackend::Create(cuda_options));
   KV_LOG(INFO) << "CUDA backend on " << backend->device_name() << ", " << DTypeName(dtype)

@@ -16,7 +16,7 @@ struct BackendOptions {
   std::string dtype = "auto";   // auto | float32 | bfloat16 | float16
   double gpu_memory_utilization = 0.9;
   bool cuda_graphs = true;  // record and replay decode steps (CudaBackendOptions::graphs)
-  bool cuda_fast_kernels = true;  // CudaBackendOptions::fast_kernels
+  std::string cuda_fast_kernels = "all";  // CudaBackendOptions::fast_kernels (FastKernels::Parse)
   bool cuda_tune_gemms = true;    // CudaBackendOptions::tune_gemms
 };
 

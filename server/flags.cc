@@ -37,10 +37,10 @@ ABSL_FLAG(double, gpu_memory_utilization, 0.9,
 ABSL_FLAG(bool, cuda_graphs, true,
           "GPU: record each decode batch bucket's step as a CUDA graph once and replay it "
           "(one launch per step instead of ~180; docs/cuda.md). --cuda_graphs=false: eager.");
-ABSL_FLAG(bool, cuda_fast_kernels, true,
-          "GPU: the fast kernels (flash decode, tensor-core prefill, fused RoPE + KV write, "
-          "one-pass RMSNorm), each checked against its reference kernel at start-up; false: the "
-          "reference kernels only (docs/cuda.md).");
+ABSL_FLAG(std::string, cuda_fast_kernels, "all",
+          "GPU: which fast kernels may serve, each checked against its reference kernel at "
+          "start-up: all, none, or a comma-separated list of flash_decode, prefill_mma, "
+          "rope_kv_write, rmsnorm, gemv_small_m (docs/cuda.md).");
 ABSL_FLAG(bool, cuda_tune_gemms, true,
           "GPU: time cuBLASLt's candidate algorithms (and the small-M kernel) for every GEMM "
           "shape at start-up and keep the fastest; false: the heuristic's first choice.");

@@ -21,7 +21,7 @@ ABSL_DECLARE_FLAG(bool, enable_prefix_caching);
 ABSL_DECLARE_FLAG(int, kv_cache_memory_mb);
 ABSL_DECLARE_FLAG(double, gpu_memory_utilization);
 ABSL_DECLARE_FLAG(bool, cuda_graphs);
-ABSL_DECLARE_FLAG(bool, cuda_fast_kernels);
+ABSL_DECLARE_FLAG(std::string, cuda_fast_kernels);
 ABSL_DECLARE_FLAG(bool, cuda_tune_gemms);
 ABSL_DECLARE_FLAG(int, max_queued_requests);
 ABSL_DECLARE_FLAG(int, default_max_new_tokens);

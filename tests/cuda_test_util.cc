@@ -23,7 +23,7 @@ std::unique_ptr<cuda::CudaBackend> NewCudaBackend(DType dtype, bool graphs, bool
   cuda::CudaBackendOptions options;
   options.dtype = dtype;
   options.graphs = graphs;
-  options.fast_kernels = fast_kernels;
+  options.fast_kernels = fast_kernels ? cuda::FastKernels::All() : cuda::FastKernels::None();
   auto backend = cuda::CudaBackend::Create(options);
   EXPECT_TRUE(backend.ok()) << backend.status();
   return backend.ok() ? *std::move(backend) : nullptr;

@@ -62,9 +62,10 @@ CublasLtGemm::CublasLtGemm(cudaStream_t stream) : stream_(stream) {}
 
 absl::StatusOr<std::unique_ptr<CublasLtGemm>> CublasLtGemm::Create(cudaStream_t stream,
                                                                    size_t workspace_bytes,
-                                                                   bool tune) {
+                                                                   bool tune, bool allow_gemv) {
   std::unique_ptr<CublasLtGemm> g(new CublasLtGemm(stream));
   g->tune_ = tune;
+  g->gemv_allowed_ = allow_gemv;
   RETURN_IF_CUBLAS_ERROR(cublasLtCreate(&g->handle_));
   RETURN_IF_CUBLAS_ERROR(cublasCreate(&g->fallback_));
   RETURN_IF_CUBLAS_ERROR(cublasSetStream(g->fallback_, stream));

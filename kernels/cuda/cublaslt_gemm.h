@@ -54,9 +54,12 @@ class CublasLtGemm {
  public:
   /// `workspace_bytes` of device memory for split-K and friends (32 MiB is
   /// what NVIDIA recommends for Hopper).
+  /// `tune`: time the candidates at Warmup; `allow_gemv`: let the small-M
+  /// kernel compete there.
   static absl::StatusOr<std::unique_ptr<CublasLtGemm>> Create(cudaStream_t stream,
                                                               size_t workspace_bytes,
-                                                              bool tune = true);
+                                                              bool tune = true,
+                                                              bool allow_gemv = true);
   ~CublasLtGemm();
   CublasLtGemm(const CublasLtGemm&) = delete;
   CublasLtGemm& operator=(const CublasLtGemm&) = delete;

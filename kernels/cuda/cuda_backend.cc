@@ -50,7 +50,7 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const CudaBacke
   std::unique_ptr<CudaBackend> b(new CudaBackend());
   b->dtype_ = options.dtype;
   b->graphs_enabled_ = options.graphs;
-  b->fast_.decode = b->fast_.prefill = b->fast_.rope = b->fast_.rmsnorm = options.fast_kernels;
+  b->fast_ = options.fast_kernels;
   RETURN_IF_CUDA_ERROR(cudaSetDevice(0));
   cudaDeviceProp prop{};
   RETURN_IF_CUDA_ERROR(cudaGetDeviceProperties(&prop, 0));
@@ -62,7 +62,8 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const CudaBacke
   ASSIGN_OR_RETURN(b->staging_,
                    PinnedStaging::Create(b->stream_.get(), options.staging_slot_bytes, /*num_slots=*/2));
   ASSIGN_OR_RETURN(b->gemm_, CublasLtGemm::Create(b->stream_.get(), options.gemm_workspace_bytes,
-                                                  options.tune_gemms));
+                                                  options.tune_gemms,
+                                                  options.fast_kernels.gemv_small_m));
   ASSIGN_OR_RETURN(b->error_device_, CudaBuffer::Allocate(sizeof(DeviceError)));
   ASSIGN_OR_RETURN(b->error_host_, PinnedBuffer::Allocate(sizeof(DeviceError)));
   std::memset(b->error_host_.data(), 0, sizeof(DeviceError));
@@ -139,10 +140,14 @@ absl::Status CudaBackend::Reserve(const StepLimits& limits) {
   // The flash-decode workspace and counters, for whichever served block
   // size the KV cache will have (it is made after Reserve).
   FlashDecodeReservation flash;
-  if (shape.head_dim > 0) {
+  if (shape.head_dim > 0 && shape.num_kv_heads > 0) {
+    const int resident = FlashDecodeResidentCtas(dtype_, shape.head_dim, kServedBlockSizes[0],
+                                                 shape.num_heads / shape.num_kv_heads);
+    if (resident > 0) flash_ctas_per_sm_ = resident;
     for (int block_size : kServedBlockSizes) {
-      const FlashDecodeReservation r = MaxFlashDecodeReservation(
-          limits.max_seqs, shape, dtype_, block_size, limits.max_context, num_sms_);
+      const FlashDecodeReservation r =
+          MaxFlashDecodeReservation(limits.max_seqs, shape, dtype_, block_size,
+                                    limits.max_context, num_sms_, flash_ctas_per_sm_);
       flash.workspace_floats = std::max(flash.workspace_floats, r.workspace_floats);
       flash.counters = std::max(flash.counters, r.counters);
     }
@@ -202,29 +207,40 @@ absl::Status CudaBackend::Reserve(const StepLimits& limits) {
 
 absl::Status CudaBackend::SelfCheckFastKernels(const StepLimits& limits) {
   const SelfCheckDevice device{stream(), static_cast<DeviceError*>(error_device_->data()),
-                               num_sms_};
+                               num_sms_, flash_ctas_per_sm_};
   const AttentionShape& shape = limits.attention;
-  // A CUDA error (not a disagreement) fails start-up: the device is unusable.
+  // A disagreement falls back. So does an error that leaves the device
+  // usable (a launch the configuration refused, a plan the kernel rejected):
+  // the reference then serves. A sticky error (an illegal address) poisons
+  // the whole context, and a reference that reports an error means the check
+  // itself is broken: start-up fails with either.
   auto check = [&](bool& enabled, const char* kernel, auto run) -> absl::Status {
     if (!enabled) return absl::OkStatus();
     absl::Status s = run();
-    if (absl::IsFailedPrecondition(s)) {
-      enabled = false;
-      FallBack(kernel, s);
-      return absl::OkStatus();
+    if (s.ok()) return s;
+    if (!absl::IsFailedPrecondition(s)) {
+      if (!absl::IsInternal(s) || s.message().find("reference") != absl::string_view::npos) {
+        return s;
+      }
+      if (cudaDeviceSynchronize() != cudaSuccess) return s;  // sticky: the context is gone
+      cudaGetLastError();
+      RETURN_IF_CUDA_ERROR(
+          cudaMemsetAsync(error_device_->data(), 0, sizeof(DeviceError), stream()));
     }
-    return s;
+    enabled = false;
+    FallBack(kernel, s);
+    return absl::OkStatus();
   };
   const auto start = std::chrono::steady_clock::now();
   if (shape.head_dim > 0) {
     for (int block_size : kServedBlockSizes) {
-      RETURN_IF_ERROR(check(fast_.decode, "flash_decode", [&] {
+      RETURN_IF_ERROR(check(fast_.flash_decode, "flash_decode", [&] {
         return SelfCheckFlashDecode(device, dtype_, shape, block_size);
       }));
-      RETURN_IF_ERROR(check(fast_.prefill, "prefill_mma", [&] {
+      RETURN_IF_ERROR(check(fast_.prefill_mma, "prefill_mma", [&] {
         return SelfCheckPrefillMma(device, dtype_, shape, block_size);
       }));
-      RETURN_IF_ERROR(check(fast_.rope, "rope_kv_write", [&] {
+      RETURN_IF_ERROR(check(fast_.rope_kv_write, "rope_kv_write", [&] {
         return SelfCheckRopeKvWrite(device, dtype_, shape, block_size);
       }));
     }
@@ -235,9 +251,8 @@ absl::Status CudaBackend::SelfCheckFastKernels(const StepLimits& limits) {
   KV_LOG(INFO) << "CUDA backend: fast kernels checked against the reference in "
                << std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
                       .count()
-               << " ms: flash decode " << (fast_.decode ? "on" : "off") << ", tensor-core prefill "
-               << (fast_.prefill ? "on" : "off") << ", RoPE + KV write "
-               << (fast_.rope ? "on" : "off") << ", RMSNorm " << (fast_.rmsnorm ? "on" : "off");
+               << " ms; serving: " << fast_.ToString() << " (flash decode plans "
+               << flash_ctas_per_sm_ << " CTAs per SM)";
   return absl::OkStatus();
 }
 
@@ -335,7 +350,7 @@ absl::Status CudaBackend::Linear(Tensor x, Tensor weight, Tensor bias, Tensor ou
 absl::Status CudaBackend::RopeSplitQkv(const RopeSplitParams& params) {
   RETURN_IF_ERROR(CheckRopeSplit(params));
   auto* error = static_cast<DeviceError*>(error_device_->data());
-  if (fast_.rope) return LaunchRopeSplitKvWrite(params, error, stream());
+  if (fast_.rope_kv_write) return LaunchRopeSplitKvWrite(params, error, stream());
   return LaunchRopeSplit(params, error, stream());
 }
 
@@ -359,7 +374,7 @@ absl::Status CudaBackend::PrefillAttention(const PrefillAttentionParams& p) {
   if (!p.kv_written) {
     RETURN_IF_ERROR(LaunchKvCacheWrite(p.k, p.v, p.slot_mapping, p.cache, error, stream()));
   }
-  if (fast_.prefill && PrefillMmaServes(p)) {
+  if (fast_.prefill_mma && PrefillMmaServes(p)) {
     // Within what Reserve sized (none before it: no split, as exact).
     const PrefillMmaPlan plan =
         PlanPrefillMma(p, num_sms_, prefill_workspace_floats_, prefill_counters_size_);
@@ -380,10 +395,10 @@ absl::Status CudaBackend::DecodeAttention(const DecodeAttentionParams& p) {
   if (!p.kv_written) {
     RETURN_IF_ERROR(LaunchKvCacheWrite(p.k, p.v, p.slot_mapping, p.cache, error, stream()));
   }
-  if (fast_.decode && FlashDecodeServes(p)) {
+  if (fast_.flash_decode && FlashDecodeServes(p)) {
     // Within what Reserve sized (none before it: one split, as exact).
-    const FlashDecodePlan plan =
-        PlanFlashDecode(p, num_sms_, flash_workspace_floats_, flash_counters_size_);
+    const FlashDecodePlan plan = PlanFlashDecode(p, num_sms_, flash_workspace_floats_,
+                                                 flash_counters_size_, flash_ctas_per_sm_);
     float* workspace =
         plan.workspace_floats > 0 ? static_cast<float*>(flash_workspace_->data()) : nullptr;
     int* counters = plan.counters > 0 ? static_cast<int*>(flash_counters_->data()) : nullptr;

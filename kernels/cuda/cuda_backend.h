@@ -28,6 +28,7 @@
 #include "kernels/cuda/cublaslt_gemm.h"
 #include "kernels/cuda/cuda_resources.h"
 #include "kernels/cuda/device_error.h"
+#include "kernels/cuda/fast_kernels.h"
 #include "kernels/cuda/pinned_staging.h"
 
 namespace kvserve::cuda {
@@ -40,10 +41,11 @@ struct CudaBackendOptions {
   /// (--cuda_graphs, on by default in the server; tests opt in).
   bool graphs = false;
   /// The fast kernels (flash decode, tensor-core prefill, fused RoPE + KV
-  /// write, one-pass RMSNorm) wherever they serve the op, each checked against its reference
-  /// kernel by Reserve on this GPU and replaced by it if they disagree;
-  /// false: the reference kernels everywhere (docs/cuda.md).
-  bool fast_kernels = true;
+  /// write, one-pass RMSNorm, small-M GEMV) allowed wherever they serve the
+  /// op, each checked against its reference on this GPU by Reserve and
+  /// replaced by it if they disagree; FastKernels::None(): the reference
+  /// kernels everywhere (docs/cuda.md, --cuda_fast_kernels).
+  FastKernels fast_kernels = FastKernels::All();
   /// Reserve times the cuBLASLt candidates of every planned GEMM on this GPU
   /// and keeps the fastest (cublaslt_gemm.h); false: the heuristic's order.
   bool tune_gemms = true;
@@ -136,12 +138,9 @@ class CudaBackend final : public Backend {
   DeviceBufferPtr prefill_counters_;
   size_t prefill_counters_size_ = 0;
   // Which fast kernels serve: the option, then the start-up check.
-  struct FastKernels {
-    bool decode = false;
-    bool prefill = false;
-    bool rope = false;
-    bool rmsnorm = false;
-  } fast_;
+  FastKernels fast_ = FastKernels::None();
+  // Resident flash-decode CTAs per SM for the model's shape (its plans fill one wave).
+  int flash_ctas_per_sm_ = 4;
   std::vector<std::string> fallbacks_;
   bool graphs_enabled_ = false;
   std::vector<CudaGraphExec> graphs_;  // by bucket; empty until recorded

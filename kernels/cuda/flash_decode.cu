@@ -22,16 +22,16 @@ extern template absl::Status LaunchForDType<__nv_bfloat16>(const DecodeAttention
 extern template absl::Status LaunchForDType<__half>(const DecodeAttentionParams&,
                                                     const FlashDecodePlan&, float*, int*,
                                                     DeviceError*, cudaStream_t);
+template <typename T>
+int ResidentCtasForDType(int head_dim, int block_size, int group_tile);
+extern template int ResidentCtasForDType<__nv_bfloat16>(int, int, int);
+extern template int ResidentCtasForDType<__half>(int, int, int);
 }  // namespace flash_decode
 
 namespace {
 
 using flash_decode::GroupTile;
 using flash_decode::MakeLayout;
-
-// CTAs the plan aims for: four per SM, so that one SM has 16 warps' loads in
-// flight while a short split finishes.
-constexpr int kCtasPerSm = 4;
 
 struct Split {
   int64_t splits;
@@ -41,9 +41,10 @@ struct Split {
 // Splits (before the workspace cap and the rounding) for `num_seqs`
 // sequences of at most `max_context` keys.
 int64_t ChooseSplits(int64_t num_seqs, int num_kv_heads, int group_chunks, int pass_keys,
-                   int64_t max_context, int num_sms) {
+                   int64_t max_context, int num_sms, int ctas_per_sm) {
   const int64_t ctas = std::max<int64_t>(1, num_seqs * num_kv_heads * group_chunks);
-  const int64_t target_ctas = int64_t(kCtasPerSm) * std::max(num_sms, 1);
+  // One full wave of resident CTAs: more would leave a partial second wave.
+  const int64_t target_ctas = int64_t(std::max(ctas_per_sm, 1)) * std::max(num_sms, 1);
   const int64_t max_useful = (max_context + pass_keys - 1) / pass_keys;  // ≥ one pass each
   return std::clamp<int64_t>((target_ctas + ctas - 1) / ctas, 1,
                              std::min<int64_t>(max_useful, flash_decode::kMaxSplits));
@@ -69,7 +70,8 @@ bool FlashDecodeServes(const DecodeAttentionParams& p) {
 }
 
 FlashDecodePlan PlanFlashDecode(const DecodeAttentionParams& p, int num_sms,
-                                size_t max_workspace_floats, size_t max_counters) {
+                                size_t max_workspace_floats, size_t max_counters,
+                                int ctas_per_sm) {
   FlashDecodePlan plan;
   const int group = p.shape.num_heads / std::max(1, p.shape.num_kv_heads);
   plan.group_tile = GroupTile(group);
@@ -84,7 +86,7 @@ FlashDecodePlan PlanFlashDecode(const DecodeAttentionParams& p, int num_sms,
                                               : addressable;
   max_context = std::max<int64_t>(max_context, 1);
   int64_t splits = ChooseSplits(p.num_seqs, p.shape.num_kv_heads, plan.group_chunks, pass,
-                                max_context, num_sms);
+                                max_context, num_sms, ctas_per_sm);
   const size_t per_split = std::max<size_t>(1, size_t(p.num_seqs) * p.shape.num_heads *
                                                    FloatsPerSplit(p.shape));
   const size_t counters = size_t(p.num_seqs) * p.shape.num_kv_heads * plan.group_chunks;
@@ -103,7 +105,8 @@ FlashDecodePlan PlanFlashDecode(const DecodeAttentionParams& p, int num_sms,
 
 FlashDecodeReservation MaxFlashDecodeReservation(int max_seqs, const AttentionShape& shape,
                                                  DType dtype, int block_size,
-                                                 int64_t max_context, int num_sms) {
+                                                 int64_t max_context, int num_sms,
+                                                 int ctas_per_sm) {
   FlashDecodeReservation most;
   if (dtype != DType::kBFloat16 && dtype != DType::kFloat16) return most;
   if (shape.num_kv_heads <= 0 || !flash_decode::Serves(2, shape.head_dim, block_size)) return most;
@@ -115,7 +118,7 @@ FlashDecodeReservation MaxFlashDecodeReservation(int max_seqs, const AttentionSh
   // it: the bound at max_context holds for every shorter one.
   for (int64_t b = 1; b <= max_seqs; ++b) {
     const int64_t splits = ChooseSplits(b, shape.num_kv_heads, chunks, layout.pass_keys,
-                                        std::max<int64_t>(max_context, 1), num_sms);
+                                        std::max<int64_t>(max_context, 1), num_sms, ctas_per_sm);
     if (splits > 1) {
       most.workspace_floats = std::max(
           most.workspace_floats, size_t(b) * shape.num_heads * FloatsPerSplit(shape) * size_t(splits));
@@ -123,6 +126,18 @@ FlashDecodeReservation MaxFlashDecodeReservation(int max_seqs, const AttentionSh
     }
   }
   return most;
+}
+
+int FlashDecodeResidentCtas(DType dtype, int head_dim, int block_size, int group) {
+  const int tile = GroupTile(group);
+  switch (dtype) {
+    case DType::kBFloat16:
+      return flash_decode::ResidentCtasForDType<__nv_bfloat16>(head_dim, block_size, tile);
+    case DType::kFloat16:
+      return flash_decode::ResidentCtasForDType<__half>(head_dim, block_size, tile);
+    default:
+      return 0;
+  }
 }
 
 absl::Status LaunchFlashDecode(const DecodeAttentionParams& p, const FlashDecodePlan& plan,

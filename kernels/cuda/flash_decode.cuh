@@ -40,7 +40,7 @@ struct Args {
   float* partial_ml;            // [B, H, splits, 2]: max (base 2), sum
   int* counters;                // [B, Hkv · group_chunks], zero between launches
   int width, num_blocks, num_heads, num_kv_heads;
-  int num_splits, split_keys, group_chunks;
+  int num_splits, group_chunks;
   float scale_log2;  // 1/√D · log2(e)
   DeviceError* error;
 };
@@ -79,19 +79,19 @@ __global__ void __launch_bounds__(kThreads) FlashDecodeKernel(const __grid_const
 
   const int context = a.context_lens[b];
   const bool bad_table = context > a.width * kBlockSize;
-  const bool over_bound = context > a.num_splits * a.split_keys;
-  if ((bad_table || over_bound) && split == 0 && blockIdx.y == 0 && tid == 0) {
-    if (bad_table) {
-      ReportDeviceError(a.error, DeviceErrorCode::kBlockTable, context, a.width, kBlockSize);
-    } else {
-      ReportDeviceError(a.error, DeviceErrorCode::kLaunchBound, b, context,
-                        int64_t(a.num_splits) * a.split_keys, 1);
-    }
+  if (bad_table && split == 0 && blockIdx.y == 0 && tid == 0) {
+    ReportDeviceError(a.error, DeviceErrorCode::kBlockTable, context, a.width, kBlockSize);
   }
+  // This sequence's keys per split: whole passes, the splits covering its own
+  // context. (The launch's split count is planned for the longest context,
+  // with CUDA graphs for the longest the block table holds; a short
+  // sequence then uses its first few splits, each still a useful size.)
+  const int split_keys =
+      (max(context, 1) + a.num_splits - 1) / a.num_splits;
+  const int rounded_keys = (split_keys + kPassKeys - 1) / kPassKeys * kPassKeys;
   // A bad sequence gets an empty key range: zeros, and merge inputs that say so.
-  const int key_begin = split * a.split_keys;
-  const int key_end =
-      (bad_table || over_bound) ? key_begin : min(context, key_begin + a.split_keys);
+  const int key_begin = split * rounded_keys;
+  const int key_end = bad_table ? key_begin : min(context, key_begin + rounded_keys);
 
   // This lane's slice of each query head, in base-2 score units.
   float q[kGroup][kVec];
@@ -320,7 +320,6 @@ absl::Status Launch(const DecodeAttentionParams& p, const FlashDecodePlan& plan,
   a.num_heads = p.shape.num_heads;
   a.num_kv_heads = p.shape.num_kv_heads;
   a.num_splits = plan.num_splits;
-  a.split_keys = plan.split_keys;
   a.group_chunks = plan.group_chunks;
   a.scale_log2 = p.shape.scale * 1.4426950408889634f;
   a.error = error;
@@ -334,6 +333,43 @@ absl::Status Launch(const DecodeAttentionParams& p, const FlashDecodePlan& plan,
   }
   RETURN_IF_LAUNCH_ERROR();
   return absl::OkStatus();
+}
+
+/// CTAs of one instantiation resident per SM (registers and shared memory
+/// decide: 7, 3 and 2 for group tiles 1, 4 and 8 on an H100), 0 when unknown.
+template <typename T, int kHeadDim, int kBlockSize>
+int ResidentCtas(int group_tile) {
+  int ctas = 0;
+  cudaError_t err = cudaErrorInvalidValue;
+  switch (group_tile) {
+    case 1:
+      err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+          &ctas, FlashDecodeKernel<T, kHeadDim, kBlockSize, 1>, kThreads, 0);
+      break;
+    case 4:
+      err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+          &ctas, FlashDecodeKernel<T, kHeadDim, kBlockSize, 4>, kThreads, 0);
+      break;
+    case 8:
+      err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+          &ctas, FlashDecodeKernel<T, kHeadDim, kBlockSize, 8>, kThreads, 0);
+      break;
+    default: break;
+  }
+  if (err != cudaSuccess) {
+    cudaGetLastError();  // not sticky: clear it
+    return 0;
+  }
+  return ctas;
+}
+
+template <typename T>
+int ResidentCtasForDType(int head_dim, int block_size, int group_tile) {
+  if (head_dim == 64 && block_size == 16) return ResidentCtas<T, 64, 16>(group_tile);
+  if (head_dim == 64 && block_size == 32) return ResidentCtas<T, 64, 32>(group_tile);
+  if (head_dim == 128 && block_size == 16) return ResidentCtas<T, 128, 16>(group_tile);
+  if (head_dim == 128 && block_size == 32) return ResidentCtas<T, 128, 32>(group_tile);
+  return 0;
 }
 
 /// Head dims 64 and 128 and block sizes 16 and 32 for one dtype.

@@ -40,14 +40,21 @@ struct FlashDecodePlan {
 /// Whether the flash-decode kernel serves this op (dtype, head dim, block size).
 bool FlashDecodeServes(const DecodeAttentionParams& p);
 
-/// Splits so that the CTAs cover the device's `num_sms` about four times,
-/// each split holding at least one CTA pass of keys, and no more splits than
-/// `max_workspace_floats` of workspace and `max_counters` merge counters
-/// allow (down to one split, which needs neither): fewer splits are as
-/// exact, only slower. Requires FlashDecodeServes(p).
+/// Splits so that the CTAs fill the device once (`num_sms` × `ctas_per_sm`
+/// resident CTAs: FlashDecodeResidentCtas), each split holding at least one
+/// CTA pass of keys, and no more splits than `max_workspace_floats` of
+/// workspace and `max_counters` merge counters allow (down to one split,
+/// which needs neither): fewer splits are as exact, only slower. The kernel
+/// cuts each sequence's own context into the plan's split count (so
+/// split_keys is the longest context's cut). Requires FlashDecodeServes(p).
 FlashDecodePlan PlanFlashDecode(const DecodeAttentionParams& p, int num_sms,
                                 size_t max_workspace_floats = SIZE_MAX,
-                                size_t max_counters = SIZE_MAX);
+                                size_t max_counters = SIZE_MAX, int ctas_per_sm = 4);
+
+/// CTAs of the kernel that serves (dtype, head_dim, block_size, group)
+/// resident on one SM of the current device (CUDA's occupancy calculator);
+/// 0 when it cannot say (no device, not served).
+int FlashDecodeResidentCtas(DType dtype, int head_dim, int block_size, int group);
 
 /// The most workspace floats and counters any plan for at most `max_seqs`
 /// sequences of `shape` in `dtype`, contexts up to `max_context`, asks for.
@@ -57,7 +64,8 @@ struct FlashDecodeReservation {
 };
 FlashDecodeReservation MaxFlashDecodeReservation(int max_seqs, const AttentionShape& shape,
                                                  DType dtype, int block_size,
-                                                 int64_t max_context, int num_sms);
+                                                 int64_t max_context, int num_sms,
+                                                 int ctas_per_sm = 4);
 
 /// Computes p.out from p.q and the cache (the new token's K/V must be in it
 /// already). `workspace` and `counters` (zeroed once, left zeroed by every

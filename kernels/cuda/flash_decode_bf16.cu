@@ -4,4 +4,5 @@
 namespace kvserve::cuda::flash_decode {
 template absl::Status LaunchForDType<__nv_bfloat16>(const DecodeAttentionParams&, const FlashDecodePlan&,
                                           float*, int*, DeviceError*, cudaStream_t);
+template int ResidentCtasForDType<__nv_bfloat16>(int, int, int);
 }  // namespace kvserve::cuda::flash_decode

@@ -4,4 +4,5 @@
 namespace kvserve::cuda::flash_decode {
 template absl::Status LaunchForDType<__half>(const DecodeAttentionParams&, const FlashDecodePlan&,
                                           float*, int*, DeviceError*, cudaStream_t);
+template int ResidentCtasForDType<__half>(int, int, int);
 }  // namespace kvserve::cuda::flash_decode

@@ -69,10 +69,12 @@ __global__ void __launch_bounds__(kThreads) PrefillMmaKernel(const __grid_consta
   T* const s_q = reinterpret_cast<T*>(smem_raw);
   T* const s_kv = s_q + S::kTileElems;  // [buffer][K | V][64][kStride]
 
-  const int b = blockIdx.z, h = blockIdx.y;
-  const int num_q_tiles = gridDim.x / a.num_splits;
-  const int tile = num_q_tiles - 1 - blockIdx.x / a.num_splits;  // the most keys start first
-  const int split = blockIdx.x % a.num_splits;
+  // Grid (heads, query tiles × splits, sequences): x varies fastest, so
+  // every head of the tile with the most keys starts first.
+  const int b = blockIdx.z, h = blockIdx.x;
+  const int num_q_tiles = gridDim.y / a.num_splits;
+  const int tile = num_q_tiles - 1 - blockIdx.y / a.num_splits;
+  const int split = blockIdx.y % a.num_splits;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int q_begin = a.cu_seqlens_q[b];
   const int q_len = a.cu_seqlens_q[b + 1] - q_begin;
@@ -85,7 +87,7 @@ __global__ void __launch_bounds__(kThreads) PrefillMmaKernel(const __grid_consta
   const bool bad_table = context > a.width * kBlockSize;
   const bool over_bound = q_len > a.max_q_len;
   if (bad_queries || bad_table || over_bound) {
-    if (blockIdx.x == 0 && h == 0 && tid == 0) {
+    if (blockIdx.x == 0 && blockIdx.y == 0 && tid == 0) {
       if (bad_queries) {
         ReportDeviceError(a.error, DeviceErrorCode::kPrefillQueries, b, q_len, context);
       } else if (bad_table) {
@@ -380,7 +382,12 @@ absl::Status Launch(const PrefillAttentionParams& p, const PrefillMmaPlan& plan,
                                       : workspace + int64_t(p.num_seqs) * q_tiles * p.shape.num_heads *
                                                         plan.num_splits * kQueryTile * kHeadDim;
   a.counters = counters;
-  const dim3 grid(q_tiles * plan.num_splits, p.shape.num_heads, p.num_seqs);
+  if (int64_t(q_tiles) * plan.num_splits > 65535 || p.num_seqs > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "PrefillMma: ", max_q, " queries per sequence (", plan.num_splits,
+        " key splits) or ", p.num_seqs, " sequences exceed the grid"));
+  }
+  const dim3 grid(p.shape.num_heads, q_tiles * plan.num_splits, p.num_seqs);
   kernel<<<grid, kThreads, kSmem, stream>>>(a);
   RETURN_IF_LAUNCH_ERROR();
   return absl::OkStatus();

@@ -177,6 +177,7 @@ bool LaunchFast(Tensor residual, Tensor x, Tensor weight, float eps, Tensor out,
 absl::Status LaunchRmsNormFast(Tensor residual, Tensor x, Tensor weight, float eps, Tensor out,
                                cudaStream_t stream) {
   if (x.dim(0) == 0) return absl::OkStatus();
+  if (x.dim(1) == 0) return LaunchRmsNorm(residual, x, weight, eps, out, stream);  // no threads
   bool launched = false;
   switch (x.dtype) {
     case DType::kFloat32: launched = LaunchFast<float>(residual, x, weight, eps, out, stream); break;
