@@ -39,6 +39,10 @@ struct CublasLtGemm::Plan {
 
 namespace {
 
+// What enqueueing one GEMM costs the host, generously: the spin that fronts
+// a timed batch of calls lasts this long per call.
+constexpr double kHostEnqueueUs = 15;
+
 cudaDataType_t CudaType(DType d) {
   switch (d) {
     case DType::kBFloat16: return CUDA_R_16BF;
@@ -304,6 +308,9 @@ absl::Status CublasLtGemm::Tune(Plan& plan, const std::vector<const LinearLimits
       continue;
     }
     bool failed = run(plan.algos[c], 0) != CUBLAS_STATUS_SUCCESS;  // warm-up
+    // Decode-sized products take a few µs, about what enqueueing one takes:
+    // queue them behind a spin so that the events time the GPU, not the host.
+    RETURN_IF_ERROR(LaunchSpin(kHostEnqueueUs * calls, stream_));
     RETURN_IF_CUDA_ERROR(cudaEventRecord(start.get(), stream_));
     for (int i = 0; i < calls && !failed; ++i) failed = run(plan.algos[c], i) != CUBLAS_STATUS_SUCCESS;
     RETURN_IF_CUDA_ERROR(cudaEventRecord(stop.get(), stream_));
@@ -334,6 +341,8 @@ absl::Status CublasLtGemm::Tune(Plan& plan, const std::vector<const LinearLimits
                 << times.front().second + 1 << " of " << plan.algos.size() << " fastest, "
                 << times.front().first << " us (the heuristic's first: " << first_us << " us)";
   plan.algos = std::move(sorted);
+  // Checks made against the old order (a Linear before Warmup) index it: redo them.
+  std::fill(plan.choice.begin(), plan.choice.end(), Plan::kUnknown);
   // The small-M kernel competes at decode sizes, once it has computed what
   // the best candidate computes.
   const LinearLimits& first = *weights.front();
@@ -355,6 +364,7 @@ absl::Status CublasLtGemm::Tune(Plan& plan, const std::vector<const LinearLimits
                   << "cuBLASLt serves every GEMM instead: " << agree.message();
     return absl::OkStatus();
   }
+  RETURN_IF_ERROR(LaunchSpin(kHostEnqueueUs * calls, stream_));
   RETURN_IF_CUDA_ERROR(cudaEventRecord(start.get(), stream_));
   for (int i = 0; i < calls; ++i) {
     const LinearLimits& l = *weights[static_cast<size_t>(i) % weights.size()];

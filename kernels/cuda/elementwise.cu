@@ -137,7 +137,22 @@ absl::Status CheckRowShape(absl::string_view op, int64_t rows, int64_t cols) {
   return absl::OkStatus();
 }
 
+// Keeps the GPU busy for `ns` nanoseconds (the global timer), one thread.
+__global__ void SpinKernel(unsigned long long ns) {
+  unsigned long long start, now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while (now - start < ns);
+}
+
 }  // namespace
+
+absl::Status LaunchSpin(double microseconds, cudaStream_t stream) {
+  SpinKernel<<<1, 1, 0, stream>>>(static_cast<unsigned long long>(microseconds * 1000));
+  RETURN_IF_LAUNCH_ERROR();
+  return absl::OkStatus();
+}
 
 absl::Status LaunchEmbedding(Tensor ids, Tensor table, Tensor out, DeviceError* error,
                              cudaStream_t stream) {

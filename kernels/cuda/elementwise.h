@@ -25,5 +25,9 @@ absl::Status LaunchSiluMul(Tensor gate_up, Tensor out, cudaStream_t stream);
 absl::Status CheckKernelImage();
 /// out[m, n] += bias[n]; out: [M, N] of bias's dtype or float32, bias: [N].
 absl::Status LaunchAddBias(Tensor bias, Tensor out, cudaStream_t stream);
+/// Occupies the stream for about `microseconds` (one thread reading the
+/// global timer): timing code enqueues it first, so that the launches it
+/// times queue up behind it and the GPU's time is measured, not the host's.
+absl::Status LaunchSpin(double microseconds, cudaStream_t stream);
 
 }  // namespace kvserve::cuda
