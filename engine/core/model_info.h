@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/model/sampling_defaults.h"
+
 namespace kvserve {
 
 struct ModelInfo {
@@ -22,6 +24,8 @@ struct ModelInfo {
   std::string dtype;        // the compute dtype (CPU weight matrices may be stored smaller)
   uint64_t weight_bytes = 0;  // device bytes of the weights as stored
   uint32_t default_max_new_tokens = 0;
+  /// What the model recommends; the HTTP API fills a request's missing fields from it.
+  SamplingDefaults sampling_defaults;
 };
 
 }  // namespace kvserve
