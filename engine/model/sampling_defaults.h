@@ -11,7 +11,7 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
-#include "nlohmann/json.hpp"
+#include "nlohmann/json_fwd.hpp"
 
 namespace kvserve {
 

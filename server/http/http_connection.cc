@@ -237,7 +237,8 @@ void HttpConnection::Reply(const HttpReply& reply) {
   for (const auto& [name, value] : cors_headers_) response->insert(name, value);
   response->keep_alive(keep_alive_);
   response->body() = reply.body;
-  response->prepare_payload();
+  // A 204 carries no Content-Length (RFC 9110 section 8.6); Beast's would be 0.
+  if (reply.status != 204) response->prepare_payload();
   ArmTimer(limits_.write_timeout);
   bhttp::async_write(socket_, *response,
                      [self = shared_from_this(), response](beast::error_code ec, size_t) {
