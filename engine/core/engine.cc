@@ -122,8 +122,8 @@ absl::Status Engine::Initialize() {
                << (config_.enable_prefix_caching ? "on" : "off") << "; workspace "
                << model_->workspace_bytes() / (1 << 20) << " MiB";
   if (!mc.sampling_defaults.empty()) {
-    KV_LOG(INFO) << "sampling defaults of the HTTP API from " << mc.sampling_defaults.source
-                 << ": " << mc.sampling_defaults.ToString();
+    KV_LOG(INFO) << "sampling defaults of the HTTP API from " << mc.sampling_defaults.source << ": "
+                 << mc.sampling_defaults.ToString();
   }
   return absl::OkStatus();
 }

@@ -4,10 +4,10 @@
 #include <cstdint>
 #include <optional>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "engine/kv/kv_cache.h"
 #include "engine/model/sampling_defaults.h"
 #include "kernels/dtype.h"

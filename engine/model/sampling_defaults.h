@@ -16,16 +16,14 @@
 namespace kvserve {
 
 struct SamplingDefaults {
-  std::optional<float> temperature;  // >= 0 (0: greedy)
-  std::optional<float> top_p;        // (0, 1]
-  std::optional<int32_t> top_k;      // >= 0 (0: off; negative values in a file mean off too)
-  std::optional<float> min_p;        // [0, 1]
+  std::optional<float> temperature;         // >= 0 (0: greedy)
+  std::optional<float> top_p;               // (0, 1]
+  std::optional<int32_t> top_k;             // >= 0 (0: off; negative values in a file mean off too)
+  std::optional<float> min_p;               // [0, 1]
   std::optional<float> repetition_penalty;  // > 0
   std::string source;  // where they came from, for logs: "generation_config.json", "GGUF metadata"
 
-  bool empty() const {
-    return !temperature && !top_p && !top_k && !min_p && !repetition_penalty;
-  }
+  bool empty() const { return !temperature && !top_p && !top_k && !min_p && !repetition_penalty; }
   /// "temperature 0.7, top_p 0.8, top_k 20" (empty when none).
   std::string ToString() const;
   /// Sets the field `name` (temperature, top_p, top_k, min_p,

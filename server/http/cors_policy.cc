@@ -25,9 +25,9 @@ bool IsTokenChar(char c) {
 // scheme "://" host [":" port], nothing after: what a browser sends as Origin.
 absl::Status CheckOrigin(absl::string_view origin) {
   auto bad = [&](absl::string_view why) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--http_cors_origins: \"", origin, "\" is not an origin (", why,
-        "); give scheme://host[:port] like https://app.example.com, or * alone"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--http_cors_origins: \"", origin, "\" is not an origin (", why,
+                     "); give scheme://host[:port] like https://app.example.com, or * alone"));
   };
   absl::string_view rest = origin;
   if (absl::ConsumePrefix(&rest, "https://") || absl::ConsumePrefix(&rest, "http://")) {
@@ -92,8 +92,9 @@ HeaderList CorsPolicy::PreflightHeaders(absl::string_view origin,
   std::string allowed = kAlwaysAllowedHeaders;
   // The OpenAI JavaScript client sends x-stainless-* headers besides these:
   // a well-formed list is allowed as asked (as vLLM's default does).
-  const bool well_formed = std::all_of(requested_headers.begin(), requested_headers.end(),
-                                       [](char c) { return IsTokenChar(c) || c == ',' || c == ' '; });
+  const bool well_formed =
+      std::all_of(requested_headers.begin(), requested_headers.end(),
+                  [](char c) { return IsTokenChar(c) || c == ',' || c == ' '; });
   if (well_formed && !absl::StripAsciiWhitespace(requested_headers).empty()) {
     absl::StrAppend(&allowed, ", ", absl::AsciiStrToLower(requested_headers));
   }

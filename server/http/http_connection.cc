@@ -197,10 +197,11 @@ void HttpConnection::OnRequest(beast::error_code ec) {
   const absl::string_view origin = SingleValue(request, bhttp::field::origin);
   if (request.method() == bhttp::verb::options && !origin.empty() &&
       request.count(bhttp::field::access_control_request_method) > 0) {
-    cors_headers_.clear();  // PreflightHeaders has them
-    Reply(HttpReply{204, "", "", 0, "",
-                    service_.cors().PreflightHeaders(
-                        origin, SingleValue(request, bhttp::field::access_control_request_headers))});
+    const absl::string_view asked =
+        SingleValue(request, bhttp::field::access_control_request_headers);
+    HttpReply preflight{204, "", "", 0, "", service_.cors().PreflightHeaders(origin, asked)};
+    cors_headers_.clear();  // the preflight's headers hold them
+    Reply(preflight);
     return;
   }
   std::vector<std::string_view> authorization;
@@ -263,8 +264,9 @@ void HttpConnection::LingerThenClose() {
   if (closed_ || lingering_) return;
   lingering_ = true;
   beast::error_code ignored;
-  socket_.shutdown(net::ip::tcp::socket::shutdown_send, ignored);  // the client sees the end
-  buffer_.consume(buffer_.size());  // never parsed
+  // The client sees the end of the answer; what it had sent is never parsed.
+  socket_.shutdown(net::ip::tcp::socket::shutdown_send, ignored);
+  buffer_.consume(buffer_.size());
   ArmTimer(kLingerTime);
   if (watching_) return;  // the disconnect watch's read goes on as the linger's
   socket_.async_read_some(buffer_.prepare(4096),

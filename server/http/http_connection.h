@@ -83,9 +83,9 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
   bool keep_alive_ = false;
   bool closed_ = false;
-  unsigned version_ = 11;  // the request's HTTP version: 10 or 11
+  unsigned version_ = 11;    // the request's HTTP version: 10 or 11
   HeaderList cors_headers_;  // for every response to the current request
-  bool lingering_ = false;  // closing: the write side is shut, reads are dropped
+  bool lingering_ = false;   // closing: the write side is shut, reads are dropped
   size_t lingered_bytes_ = 0;
 
   // The generation in progress.

@@ -130,9 +130,9 @@ absl::StatusOr<std::string> ChatRole(const std::string& name, const json& role) 
   if (value == "system" || value == "user" || value == "assistant" || value == "tool") {
     return value;
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      name, " must be one of system, user, assistant, tool (or developer), got \"",
-      value.substr(0, 64), value.size() > 64 ? "...\"" : "\""));
+  return absl::InvalidArgumentError(
+      absl::StrCat(name, " must be one of system, user, assistant, tool (or developer), got \"",
+                   value.substr(0, 64), value.size() > 64 ? "...\"" : "\""));
 }
 
 absl::Status ParseMessages(const json& messages, v1::ChatRequest& out) {
@@ -276,9 +276,9 @@ absl::Status RefuseUnsupported(Fields& f, OpenAiRequest& r) {
     std::optional<int64_t> best_of;
     KV_RETURN_IF_ERROR_HTTP(f.Integer("best_of", 1, kMaxChoices, &best_of));
     if (best_of && *best_of != r.n) {
-      return UnsupportedParameter(absl::StrCat(
-          "best_of (", *best_of, ") other than n (", r.n,
-          ") is not supported: every choice generated is returned; drop best_of"));
+      return UnsupportedParameter(
+          absl::StrCat("best_of (", *best_of, ") other than n (", r.n,
+                       ") is not supported: every choice generated is returned; drop best_of"));
     }
     std::optional<bool> echo;
     KV_RETURN_IF_ERROR_HTTP(f.Bool("echo", &echo));
@@ -292,7 +292,9 @@ absl::Status RefuseUnsupported(Fields& f, OpenAiRequest& r) {
   }
   for (const char* name : {"functions", "function_call", "audio", "web_search_options",
                            "reasoning_effort", "verbosity"}) {
-    if (f.Get(name) != nullptr) return UnsupportedParameter(absl::StrCat(name, " is not supported"));
+    if (f.Get(name) != nullptr) {
+      return UnsupportedParameter(absl::StrCat(name, " is not supported"));
+    }
   }
   if (const json* modalities = f.Get("modalities")) {
     if (*modalities != json::array({"text"})) {

@@ -100,12 +100,14 @@ std::variant<HttpReply, StartedGeneration> OpenAiService::Handle(const std::stri
 
 nlohmann::json OpenAiService::ModelObject() const {
   const ModelInfo& info = engine_.info();
+  // clang-format off
   return {{"id", served_model_name_},
           {"object", "model"},
           {"created", started_at_},
           {"owned_by", "kvserve"},
           {"root", info.model_name},
           {"max_model_len", info.max_context}};
+  // clang-format on
 }
 
 HttpReply OpenAiService::Models() const {

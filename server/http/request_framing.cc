@@ -32,8 +32,9 @@ std::vector<std::string> TransferCodings(const bhttp::request_header<>& header) 
 std::optional<FramingError> CheckRequestFraming(const bhttp::request_header<>& header) {
   const size_t hosts = header.count(bhttp::field::host);
   if (hosts > 1) {
-    return FramingError{400, absl::StrCat("the request has ", hosts,
-                                          " Host headers; it must have one (RFC 9112 section 3.2)")};
+    return FramingError{400,
+                        absl::StrCat("the request has ", hosts,
+                                     " Host headers; it must have one (RFC 9112 section 3.2)")};
   }
   if (hosts == 0 && header.version() >= 11) {
     return FramingError{400, "an HTTP/1.1 request must have a Host header (RFC 9112 section 3.2)"};

@@ -24,7 +24,6 @@ struct FramingError {
 };
 
 /// nullopt when the body can be read safely.
-std::optional<FramingError> CheckRequestFraming(
-    const boost::beast::http::request_header<>& header);
+std::optional<FramingError> CheckRequestFraming(const boost::beast::http::request_header<>& header);
 
 }  // namespace kvserve::http

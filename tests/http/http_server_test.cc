@@ -14,12 +14,12 @@
 #include <set>
 #include <thread>
 
-#include "gmock/gmock.h"
-#include "gtest/gtest.h"
-#include "nlohmann/json.hpp"
 #include "absl/strings/ascii.h"
 #include "engine/loading/default_model.h"
 #include "engine/loading/gguf_weights.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 #include "server/http/cors_policy.h"
 #include "server/http/http_server.h"
 #include "server/http/openai_error.h"
