@@ -16,6 +16,10 @@ ABSL_FLAG(int64_t, http_max_header_bytes, 16 << 10,
           "Largest HTTP request header block (431 beyond).");
 ABSL_FLAG(double, http_idle_timeout_s, 60,
           "An HTTP connection that sends no complete request for this long is closed.");
+ABSL_FLAG(std::string, http_cors_origins, "",
+          "Browser origins allowed to call the HTTP API (CORS): a comma-separated list such as "
+          "https://app.example.com,http://localhost:3000, or * for any; empty: none (no CORS "
+          "headers). Requests still need their bearer token (--auth_token_file).");
 ABSL_FLAG(double, http_write_timeout_s, 30,
           "An HTTP response write that makes no progress for this long closes the connection "
           "(and cancels its request).");
@@ -33,6 +37,7 @@ http::HttpServerOptions HttpServerOptionsFromFlags() {
       static_cast<size_t>(std::max<int64_t>(0, absl::GetFlag(FLAGS_http_max_header_bytes)));
   o.limits.idle_timeout = absl::Seconds(absl::GetFlag(FLAGS_http_idle_timeout_s));
   o.limits.write_timeout = absl::Seconds(absl::GetFlag(FLAGS_http_write_timeout_s));
+  o.cors_origins = absl::GetFlag(FLAGS_http_cors_origins);
   return o;
 }
 

@@ -15,6 +15,7 @@ ABSL_DECLARE_FLAG(int64_t, http_max_body_bytes);
 ABSL_DECLARE_FLAG(int64_t, http_max_header_bytes);
 ABSL_DECLARE_FLAG(double, http_idle_timeout_s);
 ABSL_DECLARE_FLAG(double, http_write_timeout_s);
+ABSL_DECLARE_FLAG(std::string, http_cors_origins);
 
 namespace kvserve {
 

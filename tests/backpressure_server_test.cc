@@ -164,8 +164,10 @@ class HttpBackpressure {
     addr.sin_port = htons(static_cast<uint16_t>(http_->port()));
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    // Greedy (the HTTP API samples at temperature 1 unless told): runs compare texts.
     const std::string body = nlohmann::json{{"prompt", {5, 6, 7}}, {"max_tokens", max_tokens},
-                                            {"ignore_eos", true}, {"stream", true}}
+                                            {"ignore_eos", true}, {"stream", true},
+                                            {"temperature", 0}}
                                  .dump();
     const std::string request =
         absl::StrCat("POST /v1/completions HTTP/1.1\r\nHost: x\r\n",

@@ -24,6 +24,7 @@ class GgufBuilder {
  public:
   void String(const std::string& key, const std::string& v) { Key(key, 8); Str(v); ++kv_; }
   void U32(const std::string& key, uint32_t v) { Key(key, 4); Pod(v); ++kv_; }
+  void I32(const std::string& key, int32_t v) { Key(key, 5); Pod(v); ++kv_; }
   void F32(const std::string& key, float v) { Key(key, 6); Pod(v); ++kv_; }
   void Bool(const std::string& key, bool v) { Key(key, 7); Pod(uint8_t{v}); ++kv_; }
   void StringArray(const std::string& key, const std::vector<std::string>& v) {

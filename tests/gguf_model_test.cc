@@ -5,6 +5,7 @@
 // yields exactly the checkpoint's weights and its golden greedy tokens through
 // the engine; Llama 3 rope_freqs become RoPE scaling parameters; presets of
 // each architecture come back in Hugging Face layout and serve.
+#include <functional>
 #include <map>
 
 #include <random>
@@ -219,6 +220,44 @@ TEST(GgufConfigTest, Llama31RopeFreqsBecomeLlama3Scaling) {
     EXPECT_EQ(r.high_freq_factor, 4.0);
     EXPECT_EQ(r.original_max_position_embeddings, 8192);
   }
+}
+
+// llama.cpp's general.sampling.* keys (LLM_KV_GENERAL_SAMPLING_*) are the
+// model's sampling defaults; a value out of range is dropped, not refused.
+TEST(GgufConfigTest, GeneralSamplingKeysAreTheSamplingDefaults) {
+  const ModelConfig c = OpenModelSource(FixtureDir("tiny-llama-gqa"))->config;
+  auto load = [&](const std::function<void(GgufBuilder&)>& keys) {
+    GgufBuilder b;
+    AddLlamaMetadata(b, c, c.vocab_size);
+    keys(b);
+    b.Tensor("token_embd.weight", {uint64_t(c.hidden_size), uint64_t(c.vocab_size)}, 0,
+             F32Bytes(std::vector<float>(c.hidden_size * c.vocab_size)));
+    auto config = GgufModelConfig(**GgufFile::Open(WriteTemp("sampling.gguf", b.Build())));
+    EXPECT_TRUE(config.ok()) << config.status();
+    return config.ok() ? config->sampling_defaults : SamplingDefaults{};
+  };
+  EXPECT_TRUE(load([](GgufBuilder&) {}).empty());
+  const SamplingDefaults d = load([](GgufBuilder& b) {
+    b.F32("general.sampling.temp", 0.6f);
+    b.F32("general.sampling.top_p", 0.95f);
+    b.I32("general.sampling.top_k", 20);
+    b.F32("general.sampling.min_p", 0.01f);
+    b.F32("general.sampling.penalty_repeat", 1.1f);
+  });
+  EXPECT_FLOAT_EQ(*d.temperature, 0.6f);
+  EXPECT_FLOAT_EQ(*d.top_p, 0.95f);
+  EXPECT_EQ(*d.top_k, 20);
+  EXPECT_FLOAT_EQ(*d.min_p, 0.01f);
+  EXPECT_FLOAT_EQ(*d.repetition_penalty, 1.1f);
+  EXPECT_THAT(d.source, HasSubstr("GGUF metadata"));
+  const SamplingDefaults odd = load([](GgufBuilder& b) {
+    b.I32("general.sampling.top_k", -1);  // off, as llama.cpp writes it
+    b.F32("general.sampling.top_p", 0.f);
+    b.String("general.sampling.temp", "warm");
+  });
+  EXPECT_EQ(odd.top_k, 0);
+  EXPECT_FALSE(odd.top_p);
+  EXPECT_FALSE(odd.temperature);
 }
 
 // A preset's random weights written as GGUF (llama: Q/K permuted as

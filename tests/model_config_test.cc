@@ -127,6 +127,46 @@ TEST(ModelConfigTest, EosAsListAndFromGenerationConfig) {
   EXPECT_FALSE(MergeGenerationConfig("{", c).ok());
 }
 
+// The HTTP API's defaults for fields a request leaves out (docs/api.md): the
+// sampling fields vLLM takes from generation_config.json, only when the file
+// samples; out-of-range values are dropped, never refused (the model still loads).
+TEST(ModelConfigTest, SamplingDefaultsFromGenerationConfig) {
+  ModelConfig c = Parse(Base());
+  EXPECT_TRUE(c.sampling_defaults.empty());
+  const char* sampling = R"({"do_sample": true, "temperature": 0.7, "top_p": 0.8, "top_k": 20,
+                             "min_p": 0.05, "repetition_penalty": 1.05, "max_new_tokens": 9})";
+  ASSERT_TRUE(MergeGenerationConfig(sampling, c).ok());
+  const SamplingDefaults& d = c.sampling_defaults;
+  EXPECT_FLOAT_EQ(*d.temperature, 0.7f);
+  EXPECT_FLOAT_EQ(*d.top_p, 0.8f);
+  EXPECT_EQ(*d.top_k, 20);
+  EXPECT_FLOAT_EQ(*d.min_p, 0.05f);
+  EXPECT_FLOAT_EQ(*d.repetition_penalty, 1.05f);
+  EXPECT_EQ(d.source, "generation_config.json");
+  EXPECT_EQ(d.ToString(),
+            "temperature 0.7, top_p 0.8, top_k 20, min_p 0.05, repetition_penalty 1.05");
+
+  // Greedy in Transformers: the sampling fields do not apply, the penalty does.
+  const char* greedy =
+      R"({"do_sample": false, "temperature": 0.6, "top_p": 0.9, "repetition_penalty": 1.1})";
+  ASSERT_TRUE(MergeGenerationConfig(greedy, c).ok());
+  EXPECT_FALSE(c.sampling_defaults.temperature);
+  EXPECT_FALSE(c.sampling_defaults.top_p);
+  EXPECT_FLOAT_EQ(*c.sampling_defaults.repetition_penalty, 1.1f);
+
+  // No do_sample: the values are taken (as vLLM does); temperature 0 is greedy.
+  ASSERT_TRUE(MergeGenerationConfig(R"({"temperature": 0, "top_k": -1})", c).ok());
+  EXPECT_EQ(*c.sampling_defaults.temperature, 0.f);
+  EXPECT_EQ(*c.sampling_defaults.top_k, 0);  // off
+
+  const char* out_of_range = R"({"temperature": -1, "top_p": 0, "min_p": 2,
+                                 "repetition_penalty": 0, "top_k": 1.5, "eos_token_id": 3})";
+  ASSERT_TRUE(MergeGenerationConfig(out_of_range, c).ok());
+  EXPECT_TRUE(c.sampling_defaults.empty()) << c.sampling_defaults.ToString();
+  ASSERT_TRUE(MergeGenerationConfig(R"({"temperature": "hot", "top_p": null})", c).ok());
+  EXPECT_TRUE(c.sampling_defaults.empty());
+}
+
 TEST(ModelConfigTest, RefusalsNameTheField) {
   Json j = Base();
   j["model_type"] = "gpt2";

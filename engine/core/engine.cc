@@ -109,6 +109,7 @@ absl::Status Engine::Initialize() {
   info_.default_max_new_tokens = config_.default_max_new_tokens;
   info_.weight_bytes = model_->weight_bytes();
   info_.kernel_fallbacks = backend_->KernelFallbacks();
+  info_.sampling_defaults = mc.sampling_defaults;
 
   KV_LOG(INFO) << "model " << info_.model_name << ": " << mc.num_layers << " layers, hidden "
                << mc.hidden_size << ", heads " << mc.num_heads << "/" << mc.num_kv_heads << " x "
@@ -121,6 +122,10 @@ absl::Status Engine::Initialize() {
                << kv_cache_->bytes() / (1 << 20) << " MiB; prefix caching "
                << (config_.enable_prefix_caching ? "on" : "off") << "; workspace "
                << model_->workspace_bytes() / (1 << 20) << " MiB";
+  if (!mc.sampling_defaults.empty()) {
+    KV_LOG(INFO) << "sampling defaults of the HTTP API from " << mc.sampling_defaults.source << ": "
+                 << mc.sampling_defaults.ToString();
+  }
   return absl::OkStatus();
 }
 

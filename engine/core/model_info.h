@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/model/sampling_defaults.h"
+
 namespace kvserve {
 
 struct ModelInfo {
@@ -25,6 +27,8 @@ struct ModelInfo {
   /// Fast GPU kernels that disagreed with their reference at start-up and
   /// were replaced by it (Backend::KernelFallbacks); empty when all agree.
   std::vector<std::string> kernel_fallbacks;
+  /// What the model recommends; the HTTP API fills a request's missing fields from it.
+  SamplingDefaults sampling_defaults;
 };
 
 }  // namespace kvserve

@@ -6,9 +6,11 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/logging.h"
 #include "base/status_macros.h"
 
 namespace kvserve {
@@ -124,6 +126,29 @@ absl::StatusOr<RopeScaling> Llama3ScalingFromFactors(const GgufFile& file,
   return r;
 }
 
+// The author's recommended sampling, under llama.cpp's keys
+// (LLM_KV_GENERAL_SAMPLING_* in llama-arch.cpp).
+SamplingDefaults GgufSamplingDefaults(const GgufFile& file) {
+  SamplingDefaults d;
+  d.source = absl::StrCat(file.name(), " (GGUF metadata)");
+  static constexpr std::pair<const char*, const char*> kKeys[] = {
+      {"general.sampling.temp", "temperature"},
+      {"general.sampling.top_p", "top_p"},
+      {"general.sampling.top_k", "top_k"},
+      {"general.sampling.min_p", "min_p"},
+      {"general.sampling.penalty_repeat", "repetition_penalty"}};
+  for (const auto& [key, name] : kKeys) {
+    if (!file.metadata().Has(key)) continue;
+    absl::StatusOr<double> value = file.metadata().GetFloat(key);
+    if (!value.ok()) {
+      KV_LOG(WARNING) << value.status().message() << "; ignored";
+      continue;
+    }
+    d.Set(name, *value, key);
+  }
+  return d;
+}
+
 }  // namespace
 
 absl::StatusOr<ModelConfig> GgufModelConfig(const GgufFile& file) {
@@ -213,6 +238,7 @@ absl::StatusOr<ModelConfig> GgufModelConfig(const GgufFile& file) {
   // Quantized weights are dequantized to float32; the backend converts from there.
   c.checkpoint_dtype = DType::kFloat32;
   if (absl::Status s = c.Validate(); !s.ok()) return Refuse(file, s.message());
+  c.sampling_defaults = GgufSamplingDefaults(file);
   return c;
 }
 

@@ -239,6 +239,7 @@ absl::Status MergeGenerationConfig(absl::string_view json_text, ModelConfig& con
       config.eos_token_ids.push_back(id);
     }
   }
+  config.sampling_defaults = SamplingDefaultsFromGenerationConfig(j);
   return absl::OkStatus();
 }
 

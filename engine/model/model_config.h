@@ -4,11 +4,12 @@
 #include <cstdint>
 #include <optional>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "engine/kv/kv_cache.h"
+#include "engine/model/sampling_defaults.h"
 #include "kernels/dtype.h"
 
 namespace kvserve {
@@ -45,6 +46,8 @@ struct ModelConfig {
   std::vector<int32_t> eos_token_ids;
   std::optional<int32_t> bos_token_id;
   DType checkpoint_dtype = DType::kFloat32;
+  /// The sampling values the model recommends (generation_config.json, GGUF metadata).
+  SamplingDefaults sampling_defaults;
 
   /// Checks the numbers fit together; InvalidArgument names the field.
   absl::Status Validate() const;
@@ -57,7 +60,8 @@ struct ModelConfig {
 absl::StatusOr<ModelConfig> ParseModelConfig(absl::string_view json_text);
 
 /// Merges the eos_token_id of generation_config.json (a number or a list)
-/// into `config`, which Llama-3 instruct checkpoints rely on.
+/// into `config`, which Llama-3 instruct checkpoints rely on, and takes its
+/// sampling defaults.
 absl::Status MergeGenerationConfig(absl::string_view json_text, ModelConfig& config);
 
 }  // namespace kvserve

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/logging.h"
+#include "server/http/request_framing.h"
 #include "server/request_mapping.h"
 
 namespace kvserve::http {
@@ -34,8 +35,19 @@ constexpr char kSseHeader[] =
     "HTTP/1.1 200 OK\r\n"
     "Server: kvserve\r\n"
     "Content-Type: text/event-stream\r\n"
-    "Cache-Control: no-cache\r\n"
-    "Transfer-Encoding: chunked\r\n";
+    "Cache-Control: no-cache\r\n";
+
+// A lingering close reads (and drops) what the client still sends for at
+// most this long, or this many bytes, before closing.
+constexpr absl::Duration kLingerTime = absl::Seconds(2);
+constexpr size_t kMaxLingerBytes = 1 << 20;
+
+// A header's value when it appears exactly once, else empty.
+absl::string_view SingleValue(const bhttp::request_header<>& header, bhttp::field name) {
+  if (header.count(name) != 1) return {};
+  const auto value = header[name];
+  return absl::string_view(value.data(), value.size());
+}
 
 HttpReply LimitReply(int status, const std::string& message) {
   HttpError error = ToHttpError(absl::InvalidArgumentError(message));
@@ -106,6 +118,7 @@ void HttpConnection::CloseNow() {
 
 void HttpConnection::ReadRequest() {
   if (closed_) return;
+  cors_headers_.clear();
   parser_.emplace();
   parser_->header_limit(static_cast<uint32_t>(limits_.max_header_bytes));
   parser_->body_limit(limits_.max_body_bytes);
@@ -119,6 +132,17 @@ void HttpConnection::ReadRequest() {
 void HttpConnection::OnHeader(beast::error_code ec) {
   if (ec || closed_) {
     OnRequest(ec);
+    return;
+  }
+  const bhttp::request_header<>& header = parser_->get();
+  version_ = header.version();
+  cors_headers_ = service_.cors().ResponseHeaders(SingleValue(header, bhttp::field::origin));
+  // Before a single body byte is read: the bytes after this header must
+  // never be taken for a request of their own.
+  if (std::optional<FramingError> error = CheckRequestFraming(header)) {
+    DisarmTimer();
+    keep_alive_ = false;
+    Reply(LimitReply(error->status, error->message));
     return;
   }
   auto read_body = [self = shared_from_this()](beast::error_code ec, size_t) {
@@ -168,6 +192,18 @@ void HttpConnection::OnRequest(beast::error_code ec) {
   }
   bhttp::request<bhttp::string_body> request = parser_->release();
   keep_alive_ = request.keep_alive();
+  // A CORS preflight: browsers send no credentials with it, and it is
+  // answered alike for every path.
+  const absl::string_view origin = SingleValue(request, bhttp::field::origin);
+  if (request.method() == bhttp::verb::options && !origin.empty() &&
+      request.count(bhttp::field::access_control_request_method) > 0) {
+    const absl::string_view asked =
+        SingleValue(request, bhttp::field::access_control_request_headers);
+    HttpReply preflight{204, "", "", 0, "", service_.cors().PreflightHeaders(origin, asked)};
+    cors_headers_.clear();  // the preflight's headers hold them
+    Reply(preflight);
+    return;
+  }
   std::vector<std::string_view> authorization;
   for (auto [it, end] = request.equal_range(bhttp::field::authorization); it != end; ++it) {
     authorization.emplace_back(it->value().data(), it->value().size());
@@ -191,16 +227,19 @@ void HttpConnection::Reply(const HttpReply& reply) {
   response->version(11);
   response->result(static_cast<unsigned>(reply.status));
   response->set(bhttp::field::server, "kvserve");
-  response->set(bhttp::field::content_type, reply.content_type);
+  if (!reply.content_type.empty()) response->set(bhttp::field::content_type, reply.content_type);
   if (reply.retry_after_s > 0) {
     response->set(bhttp::field::retry_after, std::to_string(reply.retry_after_s));
   }
   if (!reply.www_authenticate.empty()) {
     response->set(bhttp::field::www_authenticate, reply.www_authenticate);
   }
+  for (const auto& [name, value] : reply.headers) response->insert(name, value);
+  for (const auto& [name, value] : cors_headers_) response->insert(name, value);
   response->keep_alive(keep_alive_);
   response->body() = reply.body;
-  response->prepare_payload();
+  // A 204 carries no Content-Length (RFC 9110 section 8.6); Beast's would be 0.
+  if (reply.status != 204) response->prepare_payload();
   ArmTimer(limits_.write_timeout);
   bhttp::async_write(socket_, *response,
                      [self = shared_from_this(), response](beast::error_code ec, size_t) {
@@ -210,11 +249,43 @@ void HttpConnection::Reply(const HttpReply& reply) {
 
 void HttpConnection::OnReplyWritten(beast::error_code ec) {
   DisarmTimer();
-  if (ec || !keep_alive_) {
+  if (ec) {
     CloseNow();
     return;
   }
+  if (!keep_alive_) {
+    LingerThenClose();
+    return;
+  }
   NextRequest();
+}
+
+void HttpConnection::LingerThenClose() {
+  if (closed_ || lingering_) return;
+  lingering_ = true;
+  beast::error_code ignored;
+  // The client sees the end of the answer; what it had sent is never parsed.
+  socket_.shutdown(net::ip::tcp::socket::shutdown_send, ignored);
+  buffer_.consume(buffer_.size());
+  ArmTimer(kLingerTime);
+  if (watching_) return;  // the disconnect watch's read goes on as the linger's
+  socket_.async_read_some(buffer_.prepare(4096),
+                          [self = shared_from_this()](beast::error_code ec, size_t bytes) {
+                            self->OnLinger(ec, bytes);
+                          });
+}
+
+void HttpConnection::OnLinger(beast::error_code ec, size_t bytes) {
+  if (closed_) return;
+  lingered_bytes_ += bytes;
+  if (ec || lingered_bytes_ > kMaxLingerBytes) {  // the client closed too, or sends too much
+    CloseNow();
+    return;
+  }
+  socket_.async_read_some(buffer_.prepare(4096),
+                          [self = shared_from_this()](beast::error_code ec, size_t bytes) {
+                            self->OnLinger(ec, bytes);
+                          });
 }
 
 void HttpConnection::NextRequest() {
@@ -238,7 +309,16 @@ void HttpConnection::BeginGeneration(StartedGeneration generation) {
   if (streaming_) {
     beast::error_code ignored;  // a default-sized buffer only weakens back-pressure
     socket_.set_option(net::socket_base::send_buffer_size(kSseSendBufferBytes), ignored);
-    out_pending_ = absl::StrCat(kSseHeader, keep_alive_ ? "" : "Connection: close\r\n", "\r\n");
+    // HTTP/1.0 has no chunked encoding (RFC 9112 section 6.1): the stream
+    // ends where the connection does.
+    chunked_ = version_ >= 11;
+    if (!chunked_) keep_alive_ = false;
+    out_pending_ = kSseHeader;
+    if (chunked_) out_pending_ += "Transfer-Encoding: chunked\r\n";
+    for (const auto& [name, value] : cors_headers_) {
+      absl::StrAppend(&out_pending_, name, ": ", value, "\r\n");
+    }
+    absl::StrAppend(&out_pending_, keep_alive_ ? "" : "Connection: close\r\n", "\r\n");
     WriteOut();
   }
   WatchForDisconnect();
@@ -292,7 +372,7 @@ void HttpConnection::OnCallEvents() {
       AppendChunk(builder_->End());
       AppendLastChunk();
     } else {
-      Reply(HttpReply{200, "application/json", DumpJson(builder_->Response()), 0, ""});
+      Reply(HttpReply{200, "application/json", DumpJson(builder_->Response()), 0, "", {}});
     }
   }
   if (streaming_) WriteOut();
@@ -305,13 +385,17 @@ void HttpConnection::EndCall(const std::string& outcome) {
 
 void HttpConnection::AppendChunk(const std::string& data) {
   if (data.empty()) return;  // an empty chunk would end the response
+  if (!chunked_) {
+    out_pending_ += data;
+    return;
+  }
   char size[20];
   snprintf(size, sizeof(size), "%zx\r\n", data.size());
   absl::StrAppend(&out_pending_, size, data, "\r\n");
 }
 
 void HttpConnection::AppendLastChunk() {
-  out_pending_ += "0\r\n\r\n";
+  if (chunked_) out_pending_ += "0\r\n\r\n";
   stream_ended_ = true;
 }
 
@@ -322,7 +406,7 @@ void HttpConnection::WriteOut() {
       streaming_ = false;
       stream_ended_ = false;
       if (!keep_alive_) {
-        CloseNow();
+        LingerThenClose();
         return;
       }
       NextRequest();
@@ -354,7 +438,7 @@ void HttpConnection::OnOutWritten(beast::error_code ec) {
 }
 
 void HttpConnection::WatchForDisconnect() {
-  if (watching_ || closed_ || buffer_.size() >= kMaxPipelinedBytes) return;
+  if (watching_ || closed_ || lingering_ || buffer_.size() >= kMaxPipelinedBytes) return;
   watching_ = true;
   socket_.async_read_some(buffer_.prepare(4096),
                           [self = shared_from_this()](beast::error_code ec, size_t bytes) {
@@ -364,6 +448,10 @@ void HttpConnection::WatchForDisconnect() {
 
 void HttpConnection::OnWatch(beast::error_code ec, size_t bytes) {
   watching_ = false;
+  if (lingering_) {
+    OnLinger(ec, bytes);
+    return;
+  }
   if (!ec) buffer_.commit(bytes);  // a pipelined request: kept for the next read
   if (resume_after_watch_) {
     resume_after_watch_ = false;

@@ -1,7 +1,15 @@
 // One client connection: reads HTTP/1.1 requests (keep-alive, pipelined
 // requests wait their turn), hands them to the OpenAiService and writes the
 // reply, or, for a generation, the engine's outputs as they arrive: one JSON
-// reply, or a server-sent-event stream in chunked encoding.
+// reply, or a server-sent-event stream in chunked encoding (HTTP/1.0:
+// delimited by closing the connection).
+//
+// A request whose framing is unsafe (request_framing.h) is answered before
+// its body is read, and the connection closed: nothing after its header is
+// ever parsed. Closing after an answer is a lingering close (the write side
+// first, then what the client still sends is read and discarded for a
+// moment), so that unread bytes do not turn the close into a reset that
+// could destroy the answer before the client reads it.
 //
 // Everything runs on the connection's strand. The engine's output thread
 // only queues into the GenerationCall and posts one drain to the strand.
@@ -46,6 +54,8 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   void Reply(const HttpReply& reply);
   void OnReplyWritten(boost::beast::error_code ec);
   void NextRequest();
+  void LingerThenClose();
+  void OnLinger(boost::beast::error_code ec, size_t bytes);
 
   void BeginGeneration(StartedGeneration generation);
   void OnCallEvents();
@@ -73,11 +83,16 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
   bool keep_alive_ = false;
   bool closed_ = false;
+  unsigned version_ = 11;    // the request's HTTP version: 10 or 11
+  HeaderList cors_headers_;  // for every response to the current request
+  bool lingering_ = false;   // closing: the write side is shut, reads are dropped
+  size_t lingered_bytes_ = 0;
 
   // The generation in progress.
   std::shared_ptr<GenerationCall> call_;  // null when none, or once it has ended
   std::unique_ptr<OpenAiResponseBuilder> builder_;
   bool streaming_ = false;     // an SSE response is being written
+  bool chunked_ = false;       // ... in chunked encoding (HTTP/1.1)
   bool stream_ended_ = false;  // its last chunk is queued
   std::string last_outcome_;   // the finish reason of the last choice to end
   std::string out_pending_;    // SSE bytes not yet written

@@ -94,6 +94,7 @@ class HttpServerImpl {
   }
 
   void BeginDrain() { service_.BeginDrain(); }
+  void SetCorsPolicy(CorsPolicy cors) { service_.SetCorsPolicy(std::move(cors)); }
   int port() const { return port_; }
 
  private:
@@ -140,8 +141,11 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOp
         absl::StrCat("--http_io_threads must be in [1, 64], got ", options.io_threads));
   }
   if (absl::Status s = options.limits.Validate(); !s.ok()) return s;
+  absl::StatusOr<CorsPolicy> cors = CorsPolicy::Parse(options.cors_origins);
+  if (!cors.ok()) return cors.status();
   RaiseOpenFileLimit();
   auto impl = std::make_unique<HttpServerImpl>(options, engine, metrics);
+  impl->SetCorsPolicy(*std::move(cors));
   if (absl::Status s = impl->Listen(options.host, options.port); !s.ok()) return s;
   impl->Run(options.io_threads);
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));

@@ -28,6 +28,9 @@ struct HttpServerOptions {
   ChatAccess chat;
   /// Bearer tokens every request but GET /health must carry; null: none needed.
   std::shared_ptr<const BearerTokens> auth;
+  /// Browser origins allowed to call the API (CorsPolicy::Parse): empty none, `*` any,
+  /// or a comma-separated list.
+  std::string cors_origins;
 };
 
 class HttpServerImpl;

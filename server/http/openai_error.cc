@@ -1,8 +1,10 @@
 #include "server/http/openai_error.h"
 
+#include "absl/strings/cord.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "absl/types/optional.h"
 #include "base/logging.h"
 
 namespace kvserve::http {
@@ -52,7 +54,16 @@ int HttpStatusFor(absl::StatusCode code) {
   }
 }
 
+// The status payload that carries an OpenAI error code through absl::Status.
+constexpr char kOpenAiCodePayload[] = "kvserve.dev/openai-error-code";
+
 }  // namespace
+
+absl::Status UnsupportedParameter(const std::string& message) {
+  absl::Status status = absl::InvalidArgumentError(message);
+  status.SetPayload(kOpenAiCodePayload, absl::Cord("unsupported_parameter"));
+  return status;
+}
 
 ParamNames CompletionParamNames(const std::string& max_tokens_name) {
   return CommonNames(max_tokens_name, "logprobs", "prompt");
@@ -74,6 +85,9 @@ HttpError ToHttpError(const absl::Status& status, const ParamNames& names) {
   if (status.code() == absl::StatusCode::kResourceExhausted) {
     error.retry_after_s = 1;
     error.code_name = "queue_full";
+  }
+  if (absl::optional<absl::Cord> code = status.GetPayload(kOpenAiCodePayload)) {
+    error.code_name = std::string(*code);
   }
   if (status.code() != absl::StatusCode::kInvalidArgument) return error;
   // The shared mapping names its text input "text" (request_mapping.cc).

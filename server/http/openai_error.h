@@ -39,6 +39,12 @@ ParamNames ChatParamNames(const std::string& max_tokens_name);
 /// UNAVAILABLE → 503, DEADLINE_EXCEEDED → 504, the rest → 500.
 HttpError ToHttpError(const absl::Status& status, const ParamNames& names = {});
 
+/// A parameter of OpenAI's that kvserve does not implement and that would
+/// change the output: INVALID_ARGUMENT carrying OpenAI's code
+/// "unsupported_parameter" (ToHttpError sets it). `message` starts with the
+/// parameter's name, as every parser message does.
+absl::Status UnsupportedParameter(const std::string& message);
+
 /// A 404 for a `model` that is not the served one.
 HttpError ModelNotFound(const std::string& requested, const std::string& served);
 

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
+#include "server/http/openai_error.h"
 
 namespace kvserve::http {
 namespace {
@@ -120,6 +121,20 @@ absl::Status ParsePrompt(const json& prompt, v1::GenerateRequest& out) {
   return absl::OkStatus();
 }
 
+// The roles of OpenAI's chat API. `developer` is OpenAI's newer name for
+// `system` and is rendered as one (templates know only the latter).
+absl::StatusOr<std::string> ChatRole(const std::string& name, const json& role) {
+  if (!role.is_string()) return WrongType(name, "a string", role);
+  std::string value = role.get<std::string>();
+  if (value == "developer") return std::string("system");
+  if (value == "system" || value == "user" || value == "assistant" || value == "tool") {
+    return value;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(name, " must be one of system, user, assistant, tool (or developer), got \"",
+                   value.substr(0, 64), value.size() > 64 ? "...\"" : "\""));
+}
+
 absl::Status ParseMessages(const json& messages, v1::ChatRequest& out) {
   if (!messages.is_array()) return WrongType("messages", "an array of messages", messages);
   for (size_t i = 0; i < messages.size(); ++i) {
@@ -128,10 +143,10 @@ absl::Status ParseMessages(const json& messages, v1::ChatRequest& out) {
     if (!m.is_object()) return WrongType(name, "an object", m);
     v1::ChatMessage* message = out.add_messages();
     auto role = m.find("role");
-    if (role == m.end() || !role->is_string()) {
-      return WrongType(name + ".role", "a string", role == m.end() ? json() : *role);
-    }
-    message->set_role(role->get<std::string>());
+    absl::StatusOr<std::string> role_name =
+        ChatRole(name + ".role", role == m.end() ? json() : *role);
+    if (!role_name.ok()) return role_name.status();
+    message->set_role(*std::move(role_name));
     auto content = m.find("content");
     if (content == m.end() || content->is_null()) continue;  // e.g. an assistant's tool call
     if (content->is_string()) {
@@ -241,7 +256,65 @@ absl::Status ParseStopping(Fields& f, OpenAiRequest& r) {
   return absl::OkStatus();
 }
 
+// OpenAI's parameters that kvserve does not implement and that would change
+// what comes back: refused, not silently ignored. (tools, tool_choice and
+// response_format are still ignored; user, metadata, store, service_tier,
+// prediction and the like do not change the output and are accepted.)
+absl::Status RefuseUnsupported(Fields& f, OpenAiRequest& r) {
+  const bool completions = r.endpoint == Endpoint::kCompletions;
+  if (const json* bias = f.Get("logit_bias")) {
+    if (!bias->is_object()) return WrongType("logit_bias", "an object", *bias);
+    if (!bias->empty()) return UnsupportedParameter("logit_bias is not supported");
+  }
+  if (completions) {
+    if (const json* suffix = f.Get("suffix")) {
+      if (!suffix->is_string()) return WrongType("suffix", "a string", *suffix);
+      if (!suffix->get<std::string>().empty()) {
+        return UnsupportedParameter("suffix is not supported (no fill-in-the-middle)");
+      }
+    }
+    std::optional<int64_t> best_of;
+    KV_RETURN_IF_ERROR_HTTP(f.Integer("best_of", 1, kMaxChoices, &best_of));
+    if (best_of && *best_of != r.n) {
+      return UnsupportedParameter(
+          absl::StrCat("best_of (", *best_of, ") other than n (", r.n,
+                       ") is not supported: every choice generated is returned; drop best_of"));
+    }
+    std::optional<bool> echo;
+    KV_RETURN_IF_ERROR_HTTP(f.Bool("echo", &echo));
+    r.echo = echo.value_or(false);
+    if (r.echo && r.logprobs) {
+      return UnsupportedParameter(
+          "echo with logprobs is not supported: the prompt's log-probabilities are not "
+          "computed");
+    }
+    return absl::OkStatus();
+  }
+  for (const char* name : {"functions", "function_call", "audio", "web_search_options",
+                           "reasoning_effort", "verbosity"}) {
+    if (f.Get(name) != nullptr) {
+      return UnsupportedParameter(absl::StrCat(name, " is not supported"));
+    }
+  }
+  if (const json* modalities = f.Get("modalities")) {
+    if (*modalities != json::array({"text"})) {
+      return UnsupportedParameter("modalities other than [\"text\"] are not supported");
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+void ApplyHttpSamplingDefaults(const SamplingDefaults& model, v1::SamplingParams& s) {
+  if (!s.has_temperature()) s.set_temperature(model.temperature.value_or(1.f));
+  if (!s.has_top_p() && model.top_p) s.set_top_p(*model.top_p);
+  if (!s.has_top_k() && model.top_k) s.set_top_k(*model.top_k);
+  if (!s.has_min_p() && model.min_p) s.set_min_p(*model.min_p);
+  if (!s.has_repetition_penalty() && model.repetition_penalty) {
+    s.set_repetition_penalty(*model.repetition_penalty);
+  }
+}
 
 absl::StatusOr<OpenAiRequest> ParseOpenAiRequest(Endpoint endpoint, std::string_view body) {
   const json parsed = json::parse(body, nullptr, /*allow_exceptions=*/false);
@@ -283,6 +356,7 @@ absl::StatusOr<OpenAiRequest> ParseOpenAiRequest(Endpoint endpoint, std::string_
   }
   KV_RETURN_IF_ERROR_HTTP(ParseSampling(f, r));
   KV_RETURN_IF_ERROR_HTTP(ParseStopping(f, r));
+  KV_RETURN_IF_ERROR_HTTP(RefuseUnsupported(f, r));
   r.unknown_fields = f.Unknown();
   return r;
 }

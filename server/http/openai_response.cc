@@ -117,7 +117,8 @@ void OpenAiResponseBuilder::Add(int index, const RequestOutput& output, std::str
     if (!output.text.empty() || !output.finished()) delta["content"] = output.text;
     item["delta"] = std::move(delta);
   } else {
-    item["text"] = output.text;
+    item["text"] = choice.echoed ? output.text : context_.echo + output.text;
+    choice.echoed = true;
   }
   if (output.finished()) item["finish_reason"] = FinishReasonName(output.finish_reason);
   json chunk = ChunkEnvelope();
@@ -147,7 +148,7 @@ json OpenAiResponseBuilder::Response() const {
     if (chat) {
       item["message"] = {{"role", "assistant"}, {"content", c.text}};
     } else {
-      item["text"] = c.text;
+      item["text"] = context_.echo + c.text;
     }
     choices.push_back(std::move(item));
   }

@@ -28,6 +28,7 @@ struct ResponseContext {
   bool stream = false;
   bool include_usage = false;
   bool logprobs = false;
+  std::string echo;  // completions: text before each choice's (`echo: true`: the prompt)
   const Tokenizer* tokenizer = nullptr;  // for the token strings of logprobs; may be null
 };
 
@@ -55,6 +56,7 @@ class OpenAiResponseBuilder {
     FinishReason finish = FinishReason::kNone;
     uint32_t completion_tokens = 0;
     bool sent_role = false;   // chat streams open each choice with {role: assistant}
+    bool echoed = false;      // completion streams open each choice with the echo
   };
 
   nlohmann::json LogprobsOf(Choice& choice, const RequestOutput& output) const;

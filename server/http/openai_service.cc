@@ -1,16 +1,49 @@
 #include "server/http/openai_service.h"
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "base/logging.h"
+#include "server/http/response_id.h"
 #include "server/request_mapping.h"
 
 namespace kvserve::http {
 namespace {
 
 HttpReply JsonReply(int status, const nlohmann::json& body) {
-  return HttpReply{status, "application/json", DumpJson(body), 0, ""};
+  return HttpReply{status, "application/json", DumpJson(body), 0, "", {}};
+}
+
+constexpr absl::string_view kModelPrefix = "/v1/models/";
+
+// The method a known path answers (OPTIONS aside); empty for an unknown path.
+absl::string_view MethodOf(absl::string_view path) {
+  if (path == "/health" || path == "/v1/models") return "GET";
+  if (path.size() > kModelPrefix.size() && path.substr(0, kModelPrefix.size()) == kModelPrefix) {
+    return "GET";
+  }
+  if (path == "/v1/completions" || path == "/v1/chat/completions") return "POST";
+  return "";
+}
+
+// A path segment's %XX escapes decoded (a model id may be sent with its '/'
+// escaped); a malformed escape is kept as it is.
+std::string PercentDecode(absl::string_view s) {
+  auto hex = [](char c) {
+    return absl::ascii_isdigit(c) ? c - '0' : absl::ascii_tolower(c) - 'a' + 10;
+  };
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size() && absl::ascii_isxdigit(s[i + 1]) &&
+        absl::ascii_isxdigit(s[i + 2])) {
+      out.push_back(static_cast<char>(hex(s[i + 1]) * 16 + hex(s[i + 2])));
+      i += 2;
+    } else {
+      out.push_back(s[i]);
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -40,36 +73,50 @@ std::variant<HttpReply, StartedGeneration> OpenAiService::Handle(const std::stri
                                                                  const std::string& body,
                                                                  std::function<void()> notify) {
   const std::string path = target.substr(0, target.find('?'));
-  const bool get = method == "GET", post = method == "POST";
-  if (path == "/health" && get) {
+  const absl::string_view allowed = MethodOf(path);
+  if (allowed.empty()) {
+    return ErrorReply(
+        ToHttpError(absl::NotFoundError(absl::StrCat("no such endpoint: ", method, " ", path))));
+  }
+  const std::string allow = absl::StrCat(allowed, ", OPTIONS");
+  if (method == "OPTIONS") return HttpReply{204, "", "", 0, "", {{"Allow", allow}}};
+  if (method != allowed) {
+    HttpError error = ToHttpError(
+        absl::NotFoundError(absl::StrCat(method, " is not allowed on ", path, "; use ", allowed)));
+    error.http_status = 405;
+    HttpReply reply = ErrorReply(error);
+    reply.headers.emplace_back("Allow", allow);
+    return reply;
+  }
+  if (path == "/health") {
     if (draining()) return JsonReply(503, {{"status", "draining"}});
     return JsonReply(200, {{"status", "ok"}});
   }
-  if (path == "/v1/models" && get) return Models();
-  if (path == "/v1/completions" && post) {
-    return Generate(Endpoint::kCompletions, body, std::move(notify));
-  }
-  if (path == "/v1/chat/completions" && post) {
-    return Generate(Endpoint::kChat, body, std::move(notify));
-  }
-  const bool known = path == "/health" || path == "/v1/models" || path == "/v1/completions" ||
-                     path == "/v1/chat/completions";
-  HttpError error = ToHttpError(absl::NotFoundError(
-      known ? absl::StrCat(method, " is not allowed on ", path)
-            : absl::StrCat("no such endpoint: ", method, " ", path)));
-  if (known) error.http_status = 405;
-  return ErrorReply(error);
+  if (path == "/v1/models") return Models();
+  if (path == "/v1/completions") return Generate(Endpoint::kCompletions, body, std::move(notify));
+  if (path == "/v1/chat/completions") return Generate(Endpoint::kChat, body, std::move(notify));
+  return Model(PercentDecode(absl::string_view(path).substr(kModelPrefix.size())));
+}
+
+nlohmann::json OpenAiService::ModelObject() const {
+  const ModelInfo& info = engine_.info();
+  // clang-format off
+  return {{"id", served_model_name_},
+          {"object", "model"},
+          {"created", started_at_},
+          {"owned_by", "kvserve"},
+          {"root", info.model_name},
+          {"max_model_len", info.max_context}};
+  // clang-format on
 }
 
 HttpReply OpenAiService::Models() const {
-  const ModelInfo& info = engine_.info();
-  nlohmann::json model = {{"id", served_model_name_},
-                          {"object", "model"},
-                          {"created", started_at_},
-                          {"owned_by", "kvserve"},
-                          {"root", info.model_name},
-                          {"max_model_len", info.max_context}};
-  return JsonReply(200, {{"object", "list"}, {"data", nlohmann::json::array({model})}});
+  return JsonReply(200, {{"object", "list"}, {"data", nlohmann::json::array({ModelObject()})}});
+}
+
+HttpReply OpenAiService::Model(const std::string& id) const {
+  if (id != served_model_name_) return ErrorReply(ModelNotFound(id, served_model_name_));
+  return JsonReply(200, ModelObject());
 }
 
 std::variant<HttpReply, StartedGeneration> OpenAiService::Generate(Endpoint endpoint,
@@ -82,6 +129,7 @@ std::variant<HttpReply, StartedGeneration> OpenAiService::Generate(Endpoint endp
   if (!r.model.empty() && r.model != served_model_name_) {
     return Fail(ModelNotFound(r.model, served_model_name_));
   }
+  ApplyHttpSamplingDefaults(engine_.info().sampling_defaults, *r.generate.mutable_sampling());
   if (!r.unknown_fields.empty()) {
     KV_LOG(DEBUG) << "ignoring unknown fields: " << absl::StrJoin(r.unknown_fields, ", ");
   }
@@ -103,7 +151,7 @@ std::variant<HttpReply, StartedGeneration> OpenAiService::Generate(Endpoint endp
     *r.chat.mutable_stopping() = r.generate.stopping();
     generate = ToGenerateRequest(r.chat, *prompt, *chat_.formatter);
   }
-  const std::string id = absl::StrCat(chat ? "chatcmpl-" : "cmpl-", next_id_.fetch_add(1));
+  const std::string id = NewResponseId(chat ? "chatcmpl-" : "cmpl-");
 
   // Every choice is converted and validated before any is submitted.
   std::vector<Request> requests;
@@ -115,6 +163,18 @@ std::variant<HttpReply, StartedGeneration> OpenAiService::Generate(Endpoint endp
     // Independent choices: each its own seed when the client fixed one.
     if (request->sampling.seed) *request->sampling.seed += i;
     requests.push_back(*std::move(request));
+  }
+  std::string echo;
+  if (r.echo) {
+    // The prompt as sent; token ids as the tokenizer spells them.
+    if (generate.has_text()) {
+      echo = generate.text();
+    } else if (engine_.tokenizer() != nullptr) {
+      echo = engine_.tokenizer()->Decode(requests[0].prompt, /*skip_special_tokens=*/false);
+    } else {
+      return Fail(ToHttpError(absl::InvalidArgumentError(
+          "echo of a token-id prompt needs a tokenizer, and this model has none")));
+    }
   }
   // Each choice gets the room of a single request (streams only: a JSON
   // reply is written at the end, nothing is counted for it).
@@ -138,6 +198,7 @@ std::variant<HttpReply, StartedGeneration> OpenAiService::Generate(Endpoint endp
   context.stream = r.stream;
   context.include_usage = r.stream && r.include_usage;
   context.logprobs = r.logprobs;
+  context.echo = std::move(echo);
   context.tokenizer = engine_.tokenizer();
   return StartedGeneration{std::move(call),
                            std::make_unique<OpenAiResponseBuilder>(std::move(context)), r.stream};

@@ -4,8 +4,10 @@
 //
 //   GET  /health               200 serving, 503 draining
 //   GET  /v1/models            the served model
+//   GET  /v1/models/{id}       the served model, if {id} names it
 //   POST /v1/completions       prompt (text or token ids)
 //   POST /v1/chat/completions  messages, rendered with the model's chat template
+//   OPTIONS (any of these)     204 with Allow (CORS preflights: cors_policy.h)
 #pragma once
 
 #include <atomic>
@@ -20,6 +22,7 @@
 #include "engine/core/engine.h"
 #include "server/auth/bearer_tokens.h"
 #include "server/chat_mapping.h"
+#include "server/http/cors_policy.h"
 #include "server/http/generation_call.h"
 #include "server/http/openai_error.h"
 #include "server/http/openai_response.h"
@@ -29,10 +32,11 @@ namespace kvserve::http {
 
 struct HttpReply {
   int status = 200;
-  std::string content_type = "application/json";
+  std::string content_type = "application/json";  // empty: none (204)
   std::string body;
   int retry_after_s = 0;  // > 0: a Retry-After header
   std::string www_authenticate;  // non-empty: a WWW-Authenticate header (401)
+  HeaderList headers;            // more: Allow, Access-Control-*
 };
 
 /// A generation the engine is running; the connection feeds `builder` with
@@ -53,6 +57,10 @@ class OpenAiService {
                                                     const std::string& target,
                                                     const std::string& body,
                                                     std::function<void()> notify);
+
+  /// Before serving (not synchronized): which browser origins may call the API.
+  void SetCorsPolicy(CorsPolicy cors) { cors_ = std::move(cors); }
+  const CorsPolicy& cors() const { return cors_; }
 
   /// Before serving (not synchronized): every request but GET /health needs one of `tokens` as
   /// "Authorization: Bearer <token>" (openai_auth.cc).
@@ -75,6 +83,8 @@ class OpenAiService {
   std::variant<HttpReply, StartedGeneration> Generate(Endpoint endpoint, const std::string& body,
                                                       std::function<void()> notify);
   HttpReply Models() const;
+  HttpReply Model(const std::string& id) const;
+  nlohmann::json ModelObject() const;
 
   Engine& engine_;
   ChatAccess chat_;
@@ -82,8 +92,8 @@ class OpenAiService {
   std::string served_model_name_;
   std::shared_ptr<CallTracker> tracker_;
   std::shared_ptr<const BearerTokens> auth_;  // null: no authentication
+  CorsPolicy cors_;
   std::atomic<bool> draining_{false};
-  std::atomic<uint64_t> next_id_{1};
   int64_t started_at_ = 0;  // Unix seconds: /v1/models' "created"
 };
 

@@ -3,7 +3,8 @@
 // before submitting: ParseOpenAiRequest, chat rendering, ToEngineRequest and
 // ValidateRequest, and every error through the OpenAI error mapping (which
 // rewrites messages to the HTTP parameter names). The HTTP framing itself is
-// Boost.Beast's, not ours, and is not fuzzed here.
+// Boost.Beast's parser and request_framing.cc's rules (tested in
+// http_server_test and http_framing_test), not fuzzed here.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -33,6 +34,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto parsed = kvserve::http::ParseOpenAiRequest(endpoint, body);
   if (!parsed.ok()) return ReportError(parsed.status(), {}), 0;
   kvserve::http::OpenAiRequest& r = *parsed;
+  kvserve::http::ApplyHttpSamplingDefaults(serving.engine->info().sampling_defaults,
+                                           *r.generate.mutable_sampling());
   const bool chat = endpoint == Endpoint::kChat;
   const kvserve::http::ParamNames names = chat
                                               ? kvserve::http::ChatParamNames(r.max_tokens_name)

@@ -170,7 +170,8 @@ class HttpApiTest(unittest.TestCase):
                                          "total_tokens": 14})  # BOS + 5 bytes
 
     def test_streaming_matches_non_streaming(self):
-        request = {"prompt": [1, 40, 50, 60], "max_tokens": 12, "ignore_eos": True}
+        request = {"prompt": [1, 40, 50, 60], "max_tokens": 12, "ignore_eos": True,
+                   "temperature": 0}
         status, _, whole = self.completion(**request)
         self.assertEqual(status, 200, whole)
         status, chunks, done = self.client.stream(
@@ -190,7 +191,7 @@ class HttpApiTest(unittest.TestCase):
             self.assertEqual(chunk["object"], "text_completion")
 
     def test_chat_non_streaming_and_streaming(self):
-        request = {"model": MODEL, "max_tokens": 6, "ignore_eos": True,
+        request = {"model": MODEL, "max_tokens": 6, "ignore_eos": True, "temperature": 0,
                    "messages": [{"role": "system", "content": "Be brief."},
                                 {"role": "user", "content": [{"type": "text", "text": "Hi"}]}]}
         status, _, body = self.client.post("/v1/chat/completions", request)
@@ -262,7 +263,8 @@ class HttpApiTest(unittest.TestCase):
             self.assertTrue(all(0 <= b <= 255 for b in item["bytes"]), item)
 
     def test_stop_string_cuts_the_text(self):
-        request = {"prompt": [1, 40, 50, 60], "max_tokens": 40, "ignore_eos": True}
+        request = {"prompt": [1, 40, 50, 60], "max_tokens": 40, "ignore_eos": True,
+                   "temperature": 0}
         status, _, whole = self.completion(**request)
         text = whole["choices"][0]["text"]
         # The built-in model's text is noise: pick two ASCII letters or digits.
@@ -279,6 +281,104 @@ class HttpApiTest(unittest.TestCase):
         status, _, body = self.completion(prompt="Hi", max_tokens=2, user="someone",
                                           some_future_field={"x": 1})
         self.assertEqual(status, 200, body)
+
+    def test_parameters_that_do_not_change_the_output_are_accepted(self):
+        """OpenAI's bookkeeping fields, empty logit_bias and suffix, best_of
+        equal to n, modalities ["text"], a developer message."""
+        status, _, body = self.completion(
+            prompt="Hi", max_tokens=2, user="u", metadata={"k": "v"}, store=False,
+            service_tier="auto", logit_bias={}, suffix="", best_of=2, n=2)
+        self.assertEqual(status, 200, body)
+        status, _, body = self.client.post("/v1/chat/completions", {
+            "model": MODEL, "max_tokens": 2, "modalities": ["text"], "prediction": None,
+            "messages": [{"role": "developer", "content": "Be brief."},
+                         {"role": "user", "content": "Hi"}]})
+        self.assertEqual(status, 200, body)
+
+    def test_unsupported_parameters_are_400_naming_them(self):
+        chat = "/v1/chat/completions"
+        user = [{"role": "user", "content": "Hi"}]
+        cases = [
+            ("/v1/completions", {"prompt": "Hi", "suffix": "end"}, "suffix"),
+            ("/v1/completions", {"prompt": "Hi", "best_of": 3}, "best_of"),
+            ("/v1/completions", {"prompt": "Hi", "best_of": 3, "n": 2}, "best_of"),
+            ("/v1/completions", {"prompt": "Hi", "logit_bias": {"50": 100}}, "logit_bias"),
+            ("/v1/completions", {"prompt": "Hi", "echo": True, "logprobs": 1}, "echo"),
+            (chat, {"messages": user, "logit_bias": {"50": -100}}, "logit_bias"),
+            (chat, {"messages": user, "functions": [{"name": "f"}]}, "functions"),
+            (chat, {"messages": user, "function_call": "auto"}, "function_call"),
+            (chat, {"messages": user, "audio": {"voice": "alloy"}}, "audio"),
+            (chat, {"messages": user, "modalities": ["text", "audio"]}, "modalities"),
+            (chat, {"messages": user, "web_search_options": {}}, "web_search_options"),
+            (chat, {"messages": user, "reasoning_effort": "low"}, "reasoning_effort"),
+            (chat, {"messages": user, "verbosity": "low"}, "verbosity"),
+        ]
+        for path, body, param in cases:
+            with self.subTest(param=param, body=body):
+                error = self.assert_error(self.client.post(path, {"model": MODEL, **body}), 400,
+                                          param)
+                self.assertEqual(error["code"], "unsupported_parameter")
+                self.assertTrue(error["message"].startswith(param), error)
+
+    def test_echo_puts_the_prompt_before_the_completion(self):
+        request = {"prompt": "Hello", "max_tokens": 6, "ignore_eos": True, "temperature": 0}
+        status, _, plain = self.completion(**request)
+        self.assertEqual(status, 200, plain)
+        status, _, echoed = self.completion(**request, echo=True, n=2)
+        self.assertEqual(status, 200, echoed)
+        for choice in echoed["choices"]:
+            self.assertEqual(choice["text"], "Hello" + plain["choices"][0]["text"])
+        self.assertEqual(echoed["usage"], {**plain["usage"], "completion_tokens": 12,
+                                           "total_tokens": plain["usage"]["prompt_tokens"] + 12})
+        status, chunks, done = self.client.stream("/v1/completions",
+                                                  {"model": MODEL, **request, "echo": True})
+        self.assertTrue(done)
+        self.assertTrue(chunks[0]["choices"][0]["text"].startswith("Hello"), chunks[0])
+        self.assertEqual("".join(c["choices"][0]["text"] for c in chunks),
+                         "Hello" + plain["choices"][0]["text"])
+        # Token ids are echoed as the tokenizer spells them (the byte tokenizer: bytes).
+        status, _, ids = self.completion(prompt=[1, 72, 107], max_tokens=1, echo=True)
+        self.assertEqual(status, 200, ids)
+        self.assertTrue(ids["choices"][0]["text"].startswith("<s>Eh"), ids)
+
+    def test_without_temperature_choices_are_sampled(self):
+        """OpenAI's default temperature is 1: n choices differ (the built-in
+        model has no sampling defaults of its own); temperature 0 is greedy."""
+        request = {"prompt": "Hello", "max_tokens": 16, "ignore_eos": True, "n": 4}
+        status, _, sampled = self.completion(**request)
+        self.assertEqual(status, 200, sampled)
+        self.assertGreater(len({c["text"] for c in sampled["choices"]}), 1, sampled)
+        status, _, greedy = self.completion(**request, temperature=0)
+        self.assertEqual(len({c["text"] for c in greedy["choices"]}), 1, greedy)
+
+    def test_model_retrieve(self):
+        status, _, body = self.client.request("GET", f"/v1/models/{MODEL}")
+        self.assertEqual(status, 200, body)
+        self.assertEqual(body["id"], MODEL)
+        self.assertEqual(body["object"], "model")
+        _, _, listed = self.client.request("GET", "/v1/models")
+        self.assertEqual(body, listed["data"][0])
+        status, _, body = self.client.request("GET", "/v1/models/test%2Dmodel")  # %2D: '-'
+        self.assertEqual(status, 200, body)
+        error = self.assert_error(self.client.request("GET", "/v1/models/gpt-4"), 404, "model")
+        self.assertEqual(error["code"], "model_not_found")
+        self.assertIn("gpt-4", error["message"])
+        status, response, body = self.client.request("DELETE", f"/v1/models/{MODEL}")
+        self.assertEqual(status, 405, body)
+        self.assertEqual(response.getheader("Allow"), "GET, OPTIONS")
+
+    def test_response_ids_are_random(self):
+        ids = set()
+        for path, body, prefix in [
+                ("/v1/completions", {"prompt": "Hi", "max_tokens": 1}, "cmpl-"),
+                ("/v1/chat/completions",
+                 {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1}, "chatcmpl-")]:
+            for _ in range(3):
+                status, _, reply = self.client.post(path, {"model": MODEL, **body})
+                self.assertEqual(status, 200, reply)
+                self.assertRegex(reply["id"], f"^{prefix}[0-9A-Za-z]{{29}}$")
+                ids.add(reply["id"])
+        self.assertEqual(len(ids), 6)
 
     # --- errors --------------------------------------------------------------
 
@@ -342,8 +442,12 @@ class HttpApiTest(unittest.TestCase):
             ("chat_part_not_text", chat,
              {"messages": [{"role": "user", "content": [{"type": "image_url"}]}]},
              "messages", "only text parts"),
-            ("chat_template_refuses", chat, {"messages": [{"role": "robot", "content": "x"}]},
-             "messages", "Unknown role: robot"),
+            ("chat_unknown_role", chat,
+             {"messages": [{"role": "user", "content": "x"}, {"role": "robot", "content": "x"}]},
+             "messages", 'messages[1].role must be one of system, user, assistant, tool'),
+            # chatml_strict.jinja knows no tool messages.
+            ("chat_template_refuses", chat, {"messages": [{"role": "tool", "content": "x"}]},
+             "messages", "Unknown role: tool"),
             ("top_logprobs_without_logprobs", chat, {"messages": user, "top_logprobs": 2},
              "top_logprobs", "needs logprobs: true"),
         ]
@@ -445,6 +549,28 @@ class HttpApiTest(unittest.TestCase):
         self.assertEqual(scrape(self.metrics_port, name), before + 1)
         self.assertIsNotNone(scrape(self.metrics_port,
                                     'kvserve_requests_total{api="grpc",outcome="length"}'))
+
+
+class ResponseIdsAcrossRestartsTest(unittest.TestCase):
+    """Ids were "cmpl-1", "cmpl-2", ... again after every restart."""
+
+    def test_two_runs_never_repeat_an_id(self):
+        runs = []
+        for _ in range(2):
+            server, port, _ = start_server()
+            try:
+                client = Client(port)
+                ids = []
+                for _ in range(5):
+                    status, _, reply = client.post("/v1/completions",
+                                                   {"prompt": "Hi", "max_tokens": 1})
+                    self.assertEqual(status, 200, reply)
+                    self.assertRegex(reply["id"], "^cmpl-[0-9A-Za-z]{29}$")
+                    ids.append(reply["id"])
+                runs.append(ids)
+            finally:
+                self.assertEqual(stop_server(server), 0)
+        self.assertEqual(len(set(runs[0]) | set(runs[1])), 10, runs)
 
 
 class QueueFullAndDrainingTest(unittest.TestCase):

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Errors as the official `openai` client sees them from a real
 kvserve-server: a wrong model is openai.NotFoundError (404 model_not_found),
-bad values, bad types and over-limit values are openai.BadRequestError naming
-the parameter, a full queue is openai.RateLimitError (429 with Retry-After);
+also from client.models.retrieve(); bad values, bad types, over-limit values,
+unknown roles and unsupported parameters (code unsupported_parameter) are
+openai.BadRequestError naming the parameter, a full queue is
+openai.RateLimitError (429 with Retry-After);
 every body is {"error": {"message", "type", "param", "code"}}. After every
 error the server still serves, and no KV block stays used."""
 import openai
@@ -96,9 +98,37 @@ class ErrorsTest(ServerTestCase):
                 self.assertTrue(str(fields["param"]).startswith("messages"), fields)
 
     def test_template_error_is_bad_request_with_its_message(self):
-        error = self.bad_chat(messages=[{"role": "robot", "content": "beep"}])
+        # chatml_strict.jinja has no tool messages.
+        error = self.bad_chat(messages=[{"role": "tool", "content": "beep", "tool_call_id": "1"}])
         fields = self.assert_openai_error(error, 400)
-        self.assertIn("Unknown role: robot", fields["message"])
+        self.assertIn("Unknown role: tool", fields["message"])
+
+    def test_unknown_role_is_bad_request_naming_the_message(self):
+        error = self.bad_chat(messages=[{"role": "user", "content": "Hi"},
+                                        {"role": "robot", "content": "beep"}])
+        fields = self.assert_openai_error(error, 400, param="messages")
+        self.assertIn('messages[1].role must be one of system, user, assistant, tool',
+                      fields["message"])
+        self.assertIn('"robot"', fields["message"])
+
+    def test_unsupported_parameters_are_bad_request_with_their_code(self):
+        error = self.bad_completion(prompt="Hello", suffix="the end")
+        self.assert_openai_error(error, 400, param="suffix", code="unsupported_parameter")
+        error = self.bad_completion(prompt="Hello", best_of=2)
+        self.assert_openai_error(error, 400, param="best_of", code="unsupported_parameter")
+        error = self.bad_chat(messages=MESSAGES, logit_bias={"5": 10})
+        self.assert_openai_error(error, 400, param="logit_bias", code="unsupported_parameter")
+
+    def test_models_retrieve(self):
+        model = self.client.models.retrieve(self.model)
+        self.assertEqual(model.id, self.model)
+        self.assertEqual(model.object, "model")
+        self.assertEqual(model, self.client.models.list().data[0])
+        with self.assertRaises(openai.NotFoundError) as caught:
+            self.client.models.retrieve("no-such-model")
+        fields = self.assert_openai_error(caught.exception, 404, param="model",
+                                          code="model_not_found")
+        self.assertIn("no-such-model", fields["message"])
 
     def test_missing_required_fields(self):
         # The typed methods refuse to send these; the client's raw post does.
