@@ -24,6 +24,7 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "client/auth_token.h"
@@ -31,6 +32,8 @@
 #include "client/cli_output.h"
 #include "client/client.h"
 #include "client/flag_names.h"
+#include "client/stop_flag.h"
+#include "client/token_text.h"
 #include "nlohmann/json.hpp"
 
 ABSL_FLAG(std::string, target, "localhost:50051",
@@ -41,7 +44,8 @@ ABSL_FLAG(std::string, message, "",
           "chat: the one message to send (empty: an interactive conversation).");
 ABSL_FLAG(std::string, system, "", "chat: a system message that starts the conversation.");
 ABSL_FLAG(std::string, prompt_ids, "", "Prompt as comma-separated token ids, e.g. 1,2,3.");
-ABSL_FLAG(int, max_tokens, 64, "stopping.max_new_tokens.");
+ABSL_FLAG(std::optional<int>, max_tokens, std::nullopt,
+          "stopping.max_new_tokens (unset: the server's --default_max_new_tokens).");
 ABSL_FLAG(double, temperature, 0.0, "sampling.temperature (0 = greedy).");
 ABSL_FLAG(int, top_k, 0, "sampling.top_k (0 = off).");
 ABSL_FLAG(double, top_p, 1.0, "sampling.top_p.");
@@ -54,7 +58,9 @@ ABSL_FLAG(int, min_tokens, 0, "sampling.min_new_tokens: no EOS or stop id before
 ABSL_FLAG(int, logprobs, -1,
           "sampling.logprobs: print each token's log-probability and N alternatives, N in "
           "0..20 (-1 = off).");
-ABSL_FLAG(std::vector<std::string>, stop, {}, "Stop strings, comma-separated.");
+ABSL_FLAG(kvserve::StopStrings, stop, {},
+          "A stop string; repeat the flag for more (--stop '\\n' --stop 'User:'). C escapes "
+          "are decoded: \\n \\t \\\\ \\\" \\xNN \\uXXXX; commas are kept.");
 ABSL_FLAG(bool, ignore_eos, false, "Keep generating after the end-of-sequence token.");
 ABSL_FLAG(double, timeout_s, 0, "Deadline in seconds (0 = none).");
 ABSL_FLAG(bool, json, false, "Print one JSON object instead of streaming text.");
@@ -110,8 +116,15 @@ absl::Status FillSettings(v1::SamplingParams* s, v1::StoppingCriteria* st) {
   if (absl::GetFlag(FLAGS_logprobs) >= 0) {
     s->set_logprobs(static_cast<uint32_t>(absl::GetFlag(FLAGS_logprobs)));
   }
-  st->set_max_new_tokens(static_cast<uint32_t>(std::max(0, absl::GetFlag(FLAGS_max_tokens))));
-  for (const std::string& stop : absl::GetFlag(FLAGS_stop)) st->add_stop(stop);
+  // Unset: the server's default applies (its --default_max_new_tokens).
+  if (const std::optional<int> max_tokens = absl::GetFlag(FLAGS_max_tokens)) {
+    if (*max_tokens < 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--max-tokens must be >= 1, got ", *max_tokens));
+    }
+    st->set_max_new_tokens(static_cast<uint32_t>(*max_tokens));
+  }
+  for (const std::string& stop : absl::GetFlag(FLAGS_stop).values) st->add_stop(stop);
   st->set_ignore_eos(absl::GetFlag(FLAGS_ignore_eos));
   return absl::OkStatus();
 }
@@ -143,6 +156,10 @@ CallOptions Call() {
   return options;
 }
 
+TokenTextFn TextOf(TokenTexts& texts) {
+  return [&texts](int32_t id) { return texts.Get(id); };
+}
+
 int Fail(const absl::Status& status) {
   std::cerr << "kvserve-cli: " << absl::StatusCodeToString(status.code()) << ": " << status.message()
             << "\n";
@@ -166,15 +183,18 @@ int Generate(Client& client) {
     if (!json) std::cout << "\n";
     return Fail(ToAbslStatus(r.status));
   }
+  TokenTexts texts(client, Call());
   if (json) {
     // The text of the noise model may not be valid UTF-8 in pieces; replace, never throw.
     nlohmann::json out = ResultJson(r);
-    if (request->sampling().has_logprobs()) out["logprobs"] = LogprobsJson(r.response);
+    if (request->sampling().has_logprobs())
+      out["logprobs"] = LogprobsJson(r.response, TextOf(texts));
     std::cout << out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
     std::cout << "\n--\n" << SpeedLine(r) << "\n";
     if (request->sampling().has_logprobs()) {
-      std::cout << "--\nlogprobs (token logprob | top alternatives):\n" << LogprobsTable(r.response);
+      std::cout << "--\nlogprobs (token \"text\" logprob | top alternatives):\n"
+                << LogprobsTable(r.response, TextOf(texts));
     }
   }
   return 0;
@@ -201,10 +221,27 @@ int Info(Client& client) {
   return 0;
 }
 
+// One line per token: its id and its text, quoted and escaped; --json: an
+// array of {"token_id", "text"}.
 int Tokenize(Client& client) {
   auto ids = client.Tokenize(absl::GetFlag(FLAGS_prompt), true, Call());
   if (!ids.ok()) return Fail(ids.status());
-  std::cout << absl::StrJoin(*ids, ",") << "\n";
+  TokenTexts texts(client, Call());
+  if (absl::GetFlag(FLAGS_json)) {
+    nlohmann::json out = nlohmann::json::array();
+    for (int32_t id : *ids) {
+      nlohmann::json token = {{"token_id", id}};
+      if (std::optional<std::string> text = texts.Get(id)) token["text"] = *text;
+      out.push_back(token);
+    }
+    std::cout << out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    return 0;
+  }
+  for (int32_t id : *ids) {
+    std::optional<std::string> text = texts.Get(id);
+    std::cout << absl::StrFormat("%6d", id) << "  " << (text ? QuotedToken(*text) : "") << "\n";
+  }
+  std::cout << "(" << ids->size() << " tokens)\n";
   return 0;
 }
 

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "client/token_text.h"
 
 namespace kvserve {
 
@@ -56,25 +57,42 @@ nlohmann::json ResultJson(const StreamResult& r) {
   return out;
 }
 
-nlohmann::json LogprobsJson(const v1::GenerateResponse& response) {
+nlohmann::json LogprobsJson(const v1::GenerateResponse& response, const TokenTextFn& text_of) {
+  auto entry = [&](int32_t id, float logprob) {
+    nlohmann::json j = {{"token_id", id}};
+    if (text_of) {
+      if (std::optional<std::string> text = text_of(id)) j["text"] = *text;
+    }
+    j["logprob"] = logprob;
+    return j;
+  };
   nlohmann::json all = nlohmann::json::array();
   for (const v1::TokenLogprobs& l : response.logprobs()) {
     nlohmann::json top = nlohmann::json::array();
-    for (const v1::TokenLogprob& t : l.top()) {
-      top.push_back({{"token_id", t.token_id()}, {"logprob", t.logprob()}});
-    }
-    all.push_back({{"token_id", l.token_id()}, {"logprob", l.logprob()}, {"top", top}});
+    for (const v1::TokenLogprob& t : l.top()) top.push_back(entry(t.token_id(), t.logprob()));
+    nlohmann::json j = entry(l.token_id(), l.logprob());
+    j["top"] = top;
+    all.push_back(j);
   }
   return all;
 }
 
-std::string LogprobsTable(const v1::GenerateResponse& response) {
+std::string LogprobsTable(const v1::GenerateResponse& response, const TokenTextFn& text_of) {
+  auto token = [&](int32_t id, float logprob) {
+    std::string out = absl::StrCat(id);
+    if (text_of) {
+      if (std::optional<std::string> text = text_of(id))
+        absl::StrAppend(&out, " ", QuotedToken(*text));
+    }
+    absl::StrAppendFormat(&out, " %.4f", logprob);
+    return out;
+  };
   std::string out;
   for (const v1::TokenLogprobs& l : response.logprobs()) {
-    absl::StrAppendFormat(&out, "%d %.4f", l.token_id(), l.logprob());
-    if (l.top_size() > 0) out += " |";
-    for (const v1::TokenLogprob& t : l.top()) {
-      absl::StrAppendFormat(&out, " %d:%.4f", t.token_id(), t.logprob());
+    out += token(l.token_id(), l.logprob());
+    for (int i = 0; i < l.top_size(); ++i) {
+      out += i == 0 ? " | " : ", ";
+      out += token(l.top(i).token_id(), l.top(i).logprob());
     }
     out += "\n";
   }

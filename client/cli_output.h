@@ -1,6 +1,8 @@
 // What kvserve-cli prints: terminal-safe text and the speed of a stream.
 #pragma once
 
+#include <functional>
+#include <optional>
 #include <string>
 
 #include "client/client.h"
@@ -27,11 +29,16 @@ std::string SpeedLine(const StreamResult& result);
 /// The result as one JSON object (text, ids, finish, usage, speed).
 nlohmann::json ResultJson(const StreamResult& result);
 
-/// The response's log-probabilities (SamplingParams.logprobs) as a JSON array:
-/// [{"token_id", "logprob", "top": [{"token_id", "logprob"}, ...]}, ...].
-nlohmann::json LogprobsJson(const v1::GenerateResponse& response);
+/// A token's text, or nullopt when unknown (see TokenTexts).
+using TokenTextFn = std::function<std::optional<std::string>(int32_t)>;
 
-/// One line per token: "id logprob | alt:logprob alt:logprob ...".
-std::string LogprobsTable(const v1::GenerateResponse& response);
+/// The response's log-probabilities (SamplingParams.logprobs) as a JSON array:
+/// [{"token_id", "text", "logprob", "top": [{"token_id", "text", "logprob"}, ...]}, ...];
+/// "text" only where `text_of` knows it.
+nlohmann::json LogprobsJson(const v1::GenerateResponse& response, const TokenTextFn& text_of = {});
+
+/// One line per token: id "text" logprob | id "text" logprob, ... (the top
+/// alternatives); the text quoted and escaped (QuotedToken), left out where unknown.
+std::string LogprobsTable(const v1::GenerateResponse& response, const TokenTextFn& text_of = {});
 
 }  // namespace kvserve

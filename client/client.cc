@@ -422,8 +422,15 @@ absl::StatusOr<std::vector<int32_t>> Client::Tokenize(const std::string& text,
 
 absl::StatusOr<std::string> Client::Detokenize(const std::vector<int32_t>& ids,
                                                const CallOptions& options) {
+  return Detokenize(ids, /*skip_special_tokens=*/true, options);
+}
+
+absl::StatusOr<std::string> Client::Detokenize(const std::vector<int32_t>& ids,
+                                               bool skip_special_tokens,
+                                               const CallOptions& options) {
   v1::DetokenizeRequest request;
   for (int32_t id : ids) request.add_token_ids(id);
+  request.set_skip_special_tokens(skip_special_tokens);
   auto response = RunUnary<v1::DetokenizeResponse>(
       [&](v1::Inference::Stub& stub, grpc::ClientContext* context, v1::DetokenizeResponse* r) {
         return stub.Detokenize(context, request, r);

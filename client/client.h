@@ -138,8 +138,12 @@ class Client {
   absl::StatusOr<v1::GetModelInfoResponse> GetModelInfo(const CallOptions& options = {});
   absl::StatusOr<std::vector<int32_t>> Tokenize(const std::string& text, bool add_special_tokens,
                                                 const CallOptions& options = {});
+  /// Special tokens (BOS, EOS, ...) are left out of the text.
   absl::StatusOr<std::string> Detokenize(const std::vector<int32_t>& ids,
                                          const CallOptions& options = {});
+  /// With `skip_special_tokens` false, special tokens are written as text too.
+  absl::StatusOr<std::string> Detokenize(const std::vector<int32_t>& ids, bool skip_special_tokens,
+                                         const CallOptions& options);
 
   /// Waits until a replica answers the health check as SERVING.
   absl::Status WaitUntilServing(absl::Duration timeout);

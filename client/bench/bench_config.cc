@@ -45,6 +45,9 @@ absl::Status BenchConfig::Validate() const {
   }
   if (max_in_flight < 1) return bad("--max_in_flight must be >= 1");
   if (!(timeout_s > 0)) return bad("--timeout_s must be > 0");
+  if (!(connect_timeout_s > 0 && connect_timeout_s <= 3600)) {
+    return bad("--connect_timeout_s must be in (0, 3600], got ", connect_timeout_s);
+  }
   if (temperature < 0) return bad("--temperature must be >= 0");
   return absl::OkStatus();
 }

@@ -44,6 +44,9 @@ struct BenchConfig {
   double temperature = 0;
   uint64_t seed = 1;
   double timeout_s = 600;
+  /// How long to wait for a target to answer health checks as SERVING before
+  /// the run; the wait is announced on stderr when it is not immediate.
+  double connect_timeout_s = 30;
   std::optional<double> slo_ttft_ms;
   std::optional<double> slo_tpot_ms;
   std::string metrics_url;        // the server's /metrics, scraped before and after each level

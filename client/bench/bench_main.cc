@@ -18,6 +18,7 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "client/auth_token.h"
 #include "client/bench/cold_warm.h"
@@ -59,6 +60,9 @@ ABSL_FLAG(bool, ignore_eos, true, "Ask the server to ignore EOS, forcing output 
 ABSL_FLAG(double, temperature, 0, "sampling.temperature.");
 ABSL_FLAG(uint64_t, seed, 1, "Workload seed: same seed, same requests.");
 ABSL_FLAG(double, timeout_s, 600, "Per-request deadline.");
+ABSL_FLAG(double, connect_timeout_s, 30,
+          "Seconds to wait for --target to accept connections and answer health checks as "
+          "SERVING before the run (the wait is announced).");
 ABSL_FLAG(double, slo_ttft_ms, 0, "Goodput SLO on time to first token (0: none).");
 ABSL_FLAG(double, slo_tpot_ms, 0, "Goodput SLO on time per output token (0: none).");
 ABSL_FLAG(std::string, metrics_url, "", "The server's http://HOST:PORT/metrics, to cross-check.");
@@ -132,6 +136,7 @@ absl::StatusOr<BenchConfig> ConfigFromFlags() {
   c.temperature = absl::GetFlag(FLAGS_temperature);
   c.seed = absl::GetFlag(FLAGS_seed);
   c.timeout_s = absl::GetFlag(FLAGS_timeout_s);
+  c.connect_timeout_s = absl::GetFlag(FLAGS_connect_timeout_s);
   if (absl::GetFlag(FLAGS_slo_ttft_ms) > 0) c.slo_ttft_ms = absl::GetFlag(FLAGS_slo_ttft_ms);
   if (absl::GetFlag(FLAGS_slo_tpot_ms) > 0) c.slo_tpot_ms = absl::GetFlag(FLAGS_slo_tpot_ms);
   c.metrics_url = absl::GetFlag(FLAGS_metrics_url);
@@ -180,11 +185,34 @@ int RunColdWarmMode(Client& client, const Workload& workload, const BenchConfig&
   return result.failed == 0 ? 0 : 3;
 }
 
+// A target that answers at once is not announced; one that does not gets a
+// line saying what is awaited and for how long, instead of silence.
+absl::Status WaitForTargets(Client& client, const BenchConfig& config) {
+  const absl::Duration limit = absl::Seconds(config.connect_timeout_s);
+  const absl::Duration first = std::min(limit, absl::Milliseconds(500));
+  if (client.WaitUntilServing(first).ok()) return absl::OkStatus();
+  const std::string targets = absl::StrJoin(config.targets, ",");
+  std::cerr << "kvserve-bench: waiting for " << targets
+            << " to accept connections and report SERVING (--connect_timeout_s="
+            << config.connect_timeout_s << ")...\n";
+  absl::Status s = client.WaitUntilServing(limit - first);
+  if (s.ok()) return s;
+  return absl::DeadlineExceededError(absl::StrCat(
+      targets, " did not accept connections and report SERVING within --connect_timeout_s=",
+      config.connect_timeout_s, " (", s.message(), ")"));
+}
+
 int Run() {
   absl::StatusOr<BenchConfig> config = ConfigFromFlags();
   if (!config.ok()) {
     std::cerr << "kvserve-bench: " << config.status().message() << "\n";
     return 2;
+  }
+  if (!config->plot_out.empty()) {
+    if (absl::Status s = CheckGnuplot(); !s.ok()) {
+      std::cerr << "kvserve-bench: " << s.message() << "\n";
+      return 2;
+    }
   }
   ClientOptions options;
   options.targets = config->targets;
@@ -205,8 +233,8 @@ int Run() {
     std::cerr << "kvserve-bench: " << client.status().message() << "\n";
     return 2;
   }
-  if (absl::Status s = (*client)->WaitUntilServing(absl::Seconds(30)); !s.ok()) {
-    std::cerr << "kvserve-bench: server not ready: " << s.message() << "\n";
+  if (absl::Status s = WaitForTargets(**client, *config); !s.ok()) {
+    std::cerr << "kvserve-bench: " << s.message() << "\n";
     return 1;
   }
   auto model = (*client)->GetModelInfo(CallOptions{absl::Seconds(10)});

@@ -1,5 +1,8 @@
 #include "client/bench/report.h"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -8,6 +11,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "nlohmann/json.hpp"
 
 namespace kvserve::bench {
@@ -155,6 +160,28 @@ void WriteRecords(std::ostream& out, const LevelRun& run) {
   }
 }
 
+namespace {
+
+bool OnPath(absl::string_view program) {
+  const char* path = std::getenv("PATH");
+  if (path == nullptr) return false;
+  for (absl::string_view dir : absl::StrSplit(path, ':', absl::SkipEmpty())) {
+    if (access(absl::StrCat(dir, "/", program).c_str(), X_OK) == 0) return true;
+  }
+  return false;
+}
+
+constexpr absl::string_view kNoGnuplot =
+    "--plot_out: gnuplot not found on $PATH: install it (apt-get install gnuplot-nox, or "
+    "deploy/install-deps.sh) or drop --plot_out";
+
+}  // namespace
+
+absl::Status CheckGnuplot() {
+  if (OnPath("gnuplot")) return absl::OkStatus();
+  return absl::FailedPreconditionError(kNoGnuplot);
+}
+
 absl::Status WritePlot(const std::string& path, const std::vector<LevelSummary>& levels,
                        const std::string& title) {
   const std::string data = path + ".dat";
@@ -184,9 +211,14 @@ absl::Status WritePlot(const std::string& path, const std::vector<LevelSummary>&
   const int rc = std::system(command.c_str());
   std::filesystem::remove(script);
   std::filesystem::remove(data);
-  if (rc != 0) {
-    return absl::UnavailableError(absl::StrCat("--plot_out: gnuplot failed (exit ", rc,
-                                               "); is gnuplot installed (deploy/install-deps.sh)?"));
+  // system() returns a wait status: 127 is the shell's "command not found".
+  if (rc == -1 || !WIFEXITED(rc)) {
+    return absl::InternalError(absl::StrCat("--plot_out: could not run gnuplot (status ", rc, ")"));
+  }
+  if (WEXITSTATUS(rc) == 127) return absl::FailedPreconditionError(kNoGnuplot);
+  if (WEXITSTATUS(rc) != 0) {
+    return absl::UnavailableError(absl::StrCat("--plot_out: gnuplot failed (exit status ",
+                                               WEXITSTATUS(rc), "); its messages are above"));
   }
   return absl::OkStatus();
 }

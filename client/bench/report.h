@@ -24,6 +24,10 @@ absl::Status WriteJson(const std::string& path, const BenchConfig& config,
 /// attempts, failovers, code, error, tokens), appended to `out`.
 void WriteRecords(std::ostream& out, const LevelRun& run);
 
+/// OK when gnuplot is on $PATH; else says how to get it or drop --plot_out,
+/// so that a run that would end without its plot does not start.
+absl::Status CheckGnuplot();
+
 /// Output tokens/s (x) against p50 and p99 end-to-end latency and p50 TTFT
 /// (y), one point per level, labelled with its load.
 absl::Status WritePlot(const std::string& path, const std::vector<LevelSummary>& levels,
