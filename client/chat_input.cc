@@ -34,6 +34,8 @@ KeyReader g_keys;
 // One byte of stdin; -1 at end of input or when Ctrl-C interrupted the read.
 int ReadByte() {
   for (;;) {
+    // A press before the read began (while libedit set up the line) counts too.
+    if (CtrlC::Pressed()) return -1;
     unsigned char c;
     const ssize_t n = read(STDIN_FILENO, &c, 1);
     if (n == 1) return c;

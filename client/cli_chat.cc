@@ -33,7 +33,10 @@ bool Answer(ChatSession &session, const std::string &text, const ChatCommandOpti
         if (!options.json) std::cout << Printable(chunk.response.text()) << std::flush;
       },
       call);
-  if (ctrl_c != nullptr) ctrl_c->Disarm();
+  if (ctrl_c != nullptr) {
+    ctrl_c->Disarm();
+    ctrl_c->TakePressed();  // a press that stopped this answer is not for the prompt
+  }
   if (!result.status.ok() && stop.cancelled()) {
     std::cout << (result.response.text().empty()
                       ? "\n(stopped; nothing came, the turn is dropped)\n"
