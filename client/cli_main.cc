@@ -12,6 +12,10 @@
 //   (any command) [--auth-token-file F | --auth-token T | $KVSERVE_AUTH_TOKEN]
 //                 [--tls [--tls-ca F] [--tls-client-cert F --tls-client-key F]]
 //
+// `chat` at a terminal: Ctrl-C stops an answer, /help lists the slash
+// commands, several lines go as one message (a trailing backslash, """ blocks, a
+// paste); see client/chat_input.h. `tokenize` prints each token's id and text.
+//
 // `generate` prints the text as it streams, then the time to first token and
 // tokens/s; with --json, one JSON object instead. --logprobs N adds each
 // token's log-probability and its N most likely alternatives (a table after
