@@ -5,11 +5,17 @@
 #   tests      every CUDA test binary (smoke, ops, attention sweeps, sampler, engine);
 #   attention  cuda_attention_bench: each attention kernel alone, fast next to
 #              its reference, with GB/s and TFLOP/s against the copy ceiling;
-#   bench      cuda_decode_bench (batch 1 and 32, Llama-3.2-1B shape, with the
-#              copy roofline; prefill TTFT of 1 x 2048 and 8 x 2048), with the
-#              fast kernels and again with --fast_kernels=none;
+#   bench      cuda_decode_bench (batches 1, 8, 32, 64, 128 on the Llama-3.2-1B
+#              shape, with the copy roofline; prefill TTFT of 1 x 2048 and
+#              8 x 2048; batch 1 and 32 at a 4k context), with the fast
+#              kernels, and batch 1 and 32 again with --fast_kernels=none;
 #   peers      deploy/gpu_peers.py: PyTorch SDPA (FlashAttention-2, cuDNN) on
 #              cuda_attention_bench's shapes, when PyTorch is there;
+#   profile    Nsight Compute (one metric: GPU time per launch) over one
+#              decode run at batch 1 and 32 and one 2048-token prefill,
+#              tabulated per kernel by deploy/gpu_profile_table.py;
+#   memcheck   compute-sanitizer memcheck over cuda_ops_test and the fast
+#              attention shapes of cuda_attention_test;
 #   serve      end to end: kvserve --device cuda on the built-in default model and
 #              on the tiny-llama-gqa fixture, a generate with kvserve-cli each, SIGTERM;
 #   storm      a Llama-3.2-1B-shaped bf16 checkpoint (written by kvserve-mkmodel)
@@ -26,7 +32,7 @@
 #   tar -C .gpu/b -cJf .gpu/bundle.tar.xz . && rm -rf .gpu/b   # xz: ~32 MB, fits a 64 MiB carry
 # then on the GPU machine, from anywhere (the tests read tests/data of this tree):
 #   deploy/gpu-check.sh [BUNDLE (.gpu) | BUNDLE.tar.xz | BUNDLE.tgz] [STEPS]
-# STEPS defaults to tests,attention,bench,peers,serve,storm,hf.
+# STEPS defaults to tests,attention,bench,peers,profile,memcheck,serve,storm,hf.
 #
 # What comes back: $OUT (or ./gpu-check-out) receives exactly two files, so
 # that a runner returning only a few files loses nothing: gpu-check.json (the
@@ -39,8 +45,8 @@
 # whose commands get 600 s; else unlimited) bounds the whole run: a step never
 # outlives it, and steps that no longer fit are reported as not run. Under a
 # 600 s runner run `tests,attention,bench,peers` in one call (the new
-# kernels' proof and their speed), `serve,storm` in a second and `hf` in a
-# third.
+# kernels' proof and their speed), `profile,memcheck,serve,storm` in a
+# second and `hf` in a third.
 #
 # GPU_CHECK_DEVICE=cpu runs the serve and storm steps on the CPU backend: a
 # dry run of this script's own logic on a machine without a GPU (with, say,
@@ -51,7 +57,7 @@
 # cannot find a shared library.
 set -uo pipefail
 BUNDLE=${1:-.gpu}
-STEPS_ARG=${2:-tests,attention,bench,peers,serve,storm,hf}
+STEPS_ARG=${2:-tests,attention,bench,peers,profile,memcheck,serve,storm,hf}
 DEVICE=${GPU_CHECK_DEVICE:-cuda}
 # The bundle is named relative to the caller's directory, not the repository's.
 [[ $BUNDLE == /* ]] || BUNDLE="$PWD/$BUNDLE"
@@ -113,6 +119,14 @@ write_report() {
     done
     echo "  ],"
     echo "  \"cuda_decode_bench\": $(cat "$WORK/cuda_decode_bench.json" 2>/dev/null || echo null),"
+    echo "  \"cuda_decode_bench_4k\": $(cat "$WORK/cuda_decode_bench_4k.json" 2>/dev/null || echo null),"
+    local sep="" p
+    printf '  "profile": {'
+    for p in b1 b32 prefill; do
+      printf '%s"%s": %s' "$sep" "$p" "$(cat "$WORK/profile_$p.json" 2>/dev/null || echo null)"
+      sep=", "
+    done
+    echo "},"
     echo "  \"cuda_decode_bench_reference_kernels\": $(cat "$WORK/cuda_decode_bench_reference.json" 2>/dev/null || echo null),"
     echo "  \"cuda_attention_bench\": $(cat "$WORK/cuda_attention_bench.json" 2>/dev/null || echo null),"
     echo "  \"gpu_peers\": $(cat "$WORK/gpu_peers.json" 2>/dev/null || echo null),"
@@ -231,7 +245,9 @@ if wants attention; then
 fi
 if wants bench; then
   step cuda_decode_bench 200 env LD_LIBRARY_PATH="$KV_LD" "$BIN/cuda_decode_bench" \
-    --batches=1,32 --prefill=1x2048,8x2048 --json="$WORK/cuda_decode_bench.json"
+    --batches=1,8,32,64,128 --prefill=1x2048,8x2048 --json="$WORK/cuda_decode_bench.json"
+  step cuda_decode_bench_4k 120 env LD_LIBRARY_PATH="$KV_LD" "$BIN/cuda_decode_bench" \
+    --batches=1,32 --prompt=3968 --new_tokens=64 --json="$WORK/cuda_decode_bench_4k.json"
   step cuda_decode_bench_reference 200 env LD_LIBRARY_PATH="$KV_LD" "$BIN/cuda_decode_bench" \
     --batches=1,32 --prefill=1x2048 --fast_kernels=none --json="$WORK/cuda_decode_bench_reference.json"
 fi
@@ -240,6 +256,43 @@ if wants peers; then
     step gpu_peers 120 env PYTHONUNBUFFERED=1 python3 deploy/gpu_peers.py --json "$WORK/gpu_peers.json"
   else
     echo "== gpu_peers: skipped (no PyTorch with CUDA here)"
+  fi
+fi
+
+# The per-kernel profile: only the measured runs (cuda_decode_bench
+# --profile brackets them), graphs off so that every kernel is its own launch.
+profile_run() {  # NAME TABLE_FLAGS -- BENCH_ARGS...
+  local name=$1 table=$2 ncu
+  shift 3
+  ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
+  [[ -x $ncu ]] || { echo "no ncu (Nsight Compute) on this machine"; return 1; }
+  env LD_LIBRARY_PATH="$KV_LD" "$ncu" --profile-from-start off --clock-control none \
+    --metrics gpu__time_duration.sum --csv --page raw \
+    "$BIN/cuda_decode_bench" --profile --cuda_graphs=false "$@" >"$SCRATCH/$name.csv" || return 1
+  python3 "$ROOT/deploy/gpu_profile_table.py" "$SCRATCH/$name.csv" $table \
+    --json "$WORK/profile_$name.json"
+}
+export -f profile_run
+export ROOT
+if wants profile; then
+  step profile_b1 120 profile_run b1 "" -- --batches=1 --new_tokens=12
+  step profile_b32 120 profile_run b32 "" -- --batches=32 --new_tokens=12
+  step profile_prefill 120 profile_run prefill --whole -- --batches= --prefill=1x2048
+fi
+
+# compute-sanitizer memcheck: the ops, and the attention shapes the fast
+# kernels serve (D 64 and 128, both block sizes) and the error cases.
+if wants memcheck; then
+  sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null | head -1)
+  if [[ -x $sanitizer ]]; then
+    step memcheck_ops 150 env LD_LIBRARY_PATH="$KV_LD" "$sanitizer" --tool memcheck \
+      --error-exitcode 1 "$BIN/cuda_ops_test" --gtest_brief=1
+    step memcheck_attention 150 env LD_LIBRARY_PATH="$KV_LD" "$sanitizer" --tool memcheck \
+      --error-exitcode 1 "$BIN/cuda_attention_test" --gtest_brief=1 \
+      --gtest_filter='*H8_KV2_D64_B16:*H8_KV2_D128_B32:CudaAttentionErrorsTest.*'
+  else
+    echo "== memcheck: no compute-sanitizer on this machine"
+    NOT_RUN+=(memcheck)
   fi
 fi
 

@@ -19,6 +19,7 @@
 // --fast_kernels=none next to the default measures what the fast kernels
 // (docs/cuda.md) buy on the whole step; the report names any kernel the
 // start-up check replaced by its reference.
+#include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -46,7 +47,8 @@
 #include "tests/bench/decode_bench_util.h"
 #include "tools/model_presets.h"
 
-ABSL_FLAG(std::string, batches, "1,32", "Batch sizes to measure, comma separated.");
+ABSL_FLAG(std::string, batches, "1,32",
+          "Batch sizes to measure, comma separated; empty: no decode run (--prefill only).");
 ABSL_FLAG(int, prompt, 128, "Prompt tokens per request.");
 ABSL_FLAG(int, new_tokens, 128, "Generated tokens per request.");
 ABSL_FLAG(std::string, json, "", "Write the results here as JSON.");
@@ -59,6 +61,10 @@ ABSL_FLAG(std::string, prefill, "",
           "Also time the prefill of BATCHxTOKENS prompts (e.g. 1x2048,8x2048): TTFT of one "
           "new token, the whole prompt in one step where --max_batched_tokens allows.");
 ABSL_FLAG(int, max_batched_tokens, 16384, "The engine's --max_num_batched_tokens.");
+ABSL_FLAG(bool, profile, false,
+          "Bracket only the measured runs (not the load, the GEMM tuning or the warm-ups) with "
+          "cudaProfilerStart/Stop, for `ncu --profile-from-start off` "
+          "(deploy/gpu_profile_table.py reads its CSV).");
 
 namespace kvserve {
 namespace {
@@ -76,7 +82,9 @@ int Run() {
     std::fprintf(stderr, "cuda_decode_bench: %s\n", cuda::DescribeDevice().c_str());
     return 2;
   }
-  auto batches = bench::ParseBatches(absl::GetFlag(FLAGS_batches));
+  // --batches= (empty): prefill only (--prefill), e.g. for a profile of it alone.
+  const std::string batch_list = absl::GetFlag(FLAGS_batches);
+  auto batches = batch_list.empty() ? std::vector<int>{} : bench::ParseBatches(batch_list);
   if (!batches.ok()) {
     std::fprintf(stderr, "%s\n", std::string(batches.status().message()).c_str());
     return 2;
@@ -87,7 +95,8 @@ int Run() {
     return 2;
   }
   const int prompt_len = absl::GetFlag(FLAGS_prompt), new_tokens = absl::GetFlag(FLAGS_new_tokens);
-  const int max_batch = *std::max_element(batches->begin(), batches->end());
+  const int max_batch =
+      batches->empty() ? 1 : *std::max_element(batches->begin(), batches->end());
 
   const double copy_bw = bench::MeasureCopyBandwidth();
   const ModelConfig config = Llama32_1B();
@@ -169,7 +178,9 @@ int Run() {
       std::fprintf(stderr, "warm-up: %s\n", warm.status().ToString().c_str());
       return 1;
     }
+    if (absl::GetFlag(FLAGS_profile)) cudaProfilerStart();
     auto r = bench::MeasureDecode(**engine, batch, prompt_len, new_tokens, rng);
+    if (absl::GetFlag(FLAGS_profile)) cudaProfilerStop();
     if (!r.ok()) {
       std::fprintf(stderr, "batch %d: %s\n", batch, r.status().ToString().c_str());
       return 1;
@@ -192,7 +203,9 @@ int Run() {
     // and one sampling step. The first run warms the prefill shapes up.
     bench::DecodeResult r;
     for (int run = 0; run < 2; ++run) {
+      if (run == 1 && absl::GetFlag(FLAGS_profile)) cudaProfilerStart();
       auto m = bench::MeasureDecode(**engine, batch, tokens, 1, rng);
+      if (run == 1 && absl::GetFlag(FLAGS_profile)) cudaProfilerStop();
       if (!m.ok()) {
         std::fprintf(stderr, "prefill %dx%d: %s\n", batch, tokens, m.status().ToString().c_str());
         return 1;
