@@ -10,7 +10,8 @@
 #              8 x 2048; batch 1 and 32 at a 4k context), with the fast
 #              kernels, and batch 1 and 32 again with --fast_kernels=none;
 #   peers      deploy/gpu_peers.py: PyTorch SDPA (FlashAttention-2, cuDNN) on
-#              cuda_attention_bench's shapes, when PyTorch is there;
+#              cuda_attention_bench's shapes, and transformers' prefill forward
+#              of 1 x 2048 and 8 x 2048 tokens, when PyTorch is there;
 #   profile    Nsight Compute (one metric: GPU time per launch) over one
 #              decode run at batch 1 and 32 and one 2048-token prefill,
 #              tabulated per kernel by deploy/gpu_profile_table.py;
@@ -130,6 +131,7 @@ write_report() {
     echo "  \"cuda_decode_bench_reference_kernels\": $(cat "$WORK/cuda_decode_bench_reference.json" 2>/dev/null || echo null),"
     echo "  \"cuda_attention_bench\": $(cat "$WORK/cuda_attention_bench.json" 2>/dev/null || echo null),"
     echo "  \"gpu_peers\": $(cat "$WORK/gpu_peers.json" 2>/dev/null || echo null),"
+    echo "  \"hf_prefill\": $(cat "$WORK/hf_prefill.json" 2>/dev/null || echo null),"
     echo "  \"hf_decode_bench\": $(cat "$WORK/hf_decode_bench.json" 2>/dev/null || echo null)"
     echo "}"
   } >"$OUT_DIR/gpu-check.json.tmp" && mv "$OUT_DIR/gpu-check.json.tmp" "$OUT_DIR/gpu-check.json"
@@ -254,6 +256,10 @@ fi
 if wants peers; then
   if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
     step gpu_peers 120 env PYTHONUNBUFFERED=1 python3 deploy/gpu_peers.py --json "$WORK/gpu_peers.json"
+    if python3 -c "import transformers" 2>/dev/null; then
+      step hf_prefill 120 env PYTHONUNBUFFERED=1 python3 deploy/hf_decode_bench.py --batches "" \
+        --prefill 1x2048,8x2048 --json "$WORK/hf_prefill.json"
+    fi
   else
     echo "== gpu_peers: skipped (no PyTorch with CUDA here)"
   fi
