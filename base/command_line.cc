@@ -52,6 +52,13 @@ bool IsHelp(absl::string_view name) {
   return name == "help" || name == "helpshort" || (name == "h" && !absl::FindCommandLineFlag("h"));
 }
 
+// Abseil's usage flags, which it recognises by name (no registered flag):
+// --help, --helpshort and --version are ours, the others pass through.
+bool IsAbseilUsageFlag(absl::string_view name) {
+  return name == "helpfull" || name == "helppackage" || name == "helpon" || name == "helpmatch" ||
+         name == "only_check_args";
+}
+
 // The bool flag that "--no_NAME" / "--noNAME" turns off, if any.
 absl::CommandLineFlag* NegatedBool(absl::string_view canonical) {
   if (!absl::StartsWith(canonical, "no")) return nullptr;
@@ -110,6 +117,11 @@ PreparedCommandLine PrepareCommandLine(const std::vector<std::string>& args) {
     }
     if (name == "version") {
       version = true;
+      continue;
+    }
+    if (IsAbseilUsageFlag(name)) {
+      out.args.push_back(
+          absl::StrCat("--", name, typed->value ? "=" : "", typed->value.value_or("")));
       continue;
     }
     if (absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name)) {
