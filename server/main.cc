@@ -1,10 +1,11 @@
 // kvserve: the LLM inference server.
 //
-//   kvserve [--model DIR|FILE.gguf] [--host H] [--port P] [--metrics_port M] [--device cpu|cuda] ...
+//   kvserve [MODEL] [--model DIR|FILE.gguf] [--host H] [--port P] [--metrics_port M] ...
 //
-// Loads the model, starts the engine and the gRPC server, logs one line when
-// serving, and on SIGTERM/SIGINT stops accepting, gives in-flight streams
-// --shutdown_grace_s to finish (then cancels them), and exits 0.
+// Checks that its ports are free, loads the model, starts the engine and the
+// gRPC server, logs one line when serving, and on SIGTERM/SIGINT stops
+// accepting, gives in-flight streams --shutdown_grace_s to finish (then
+// cancels them), and exits 0.
 #include <semaphore.h>
 #include <signal.h>
 
@@ -15,9 +16,9 @@
 #include <iostream>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "base/command_line.h"
 #include "base/logging.h"
 #include "engine/core/engine.h"
 #include "engine/core/metrics/prometheus_stats_logger.h"
@@ -26,11 +27,13 @@
 #include "server/auth_flags.h"
 #include "server/backend_factory.h"
 #include "server/chat_setup.h"
+#include "server/flag_groups.h"
 #include "server/flags.h"
 #include "server/grpc_limit_flags.h"
 #include "server/http/http_server.h"
 #include "server/http_flags.h"
 #include "server/server.h"
+#include "server/startup_flags.h"
 
 namespace kvserve {
 namespace {
@@ -55,7 +58,14 @@ absl::Status SetLogLevel(const std::string& level) {
   return absl::OkStatus();
 }
 
-int Run() {
+int Run(const std::vector<char*>& positional) {
+  // The command line is checked before anything slow: a stray argument or a
+  // busy port fails in milliseconds, not after the model loads.
+  absl::StatusOr<std::string> model_path = ModelFromCommandLine(positional);
+  if (!model_path.ok()) {
+    KV_LOG(ERROR) << model_path.status().message();
+    return 2;
+  }
   if (absl::Status s = SetLogLevel(absl::GetFlag(FLAGS_log_level)); !s.ok()) {
     KV_LOG(ERROR) << s.message();
     return 2;
@@ -81,6 +91,10 @@ int Run() {
     KV_LOG(ERROR) << auth.status().message();
     return 2;
   }
+  if (absl::Status s = CheckListeningPortsFree(); !s.ok()) {
+    KV_LOG(ERROR) << s.message();
+    return absl::IsUnavailable(s) ? 1 : 2;
+  }
 
   // Block the stop signals in the threads started from here on (they inherit
   // the mask); main unblocks them once serving and waits for the handler.
@@ -96,15 +110,15 @@ int Run() {
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
 
-  const std::string model_dir = absl::GetFlag(FLAGS_model);
+  const std::string& model_dir = *model_path;
   absl::StatusOr<ModelSource> source = OpenModelSource(model_dir);
   if (!source.ok()) {
     KV_LOG(ERROR) << "cannot open the model: " << source.status().message();
     return 1;
   }
   if (model_dir.empty()) {
-    KV_LOG(INFO) << "no --model: serving the built-in default model (random weights, byte "
-                 << "tokenizer): its text is noise";
+    KV_LOG(INFO) << "no model given (kvserve MODEL or --model): serving the built-in default "
+                 << "model (random weights, byte tokenizer): its text is noise";
   }
   // --chat_template replaces the model's template text; the bos/eos strings
   // the template sees still come from the model.
@@ -213,9 +227,16 @@ int Run() {
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
-      "kvserve: LLM inference server over gRPC.\n"
-      "  kvserve [--model DIR|FILE.gguf] [--port 50051] [--device cpu|cuda] [...]\n"
-      "Run with --helpfull for every flag.");
-  absl::ParseCommandLine(argc, argv);
-  return kvserve::Run();
+      "kvserve: LLM inference server over gRPC and an OpenAI-compatible HTTP API.\n"
+      "  kvserve [MODEL] [--port 50051] [--http_port 8000] [--device cpu|cuda] [...]\n"
+      "MODEL (or --model): a Hugging Face model directory or a .gguf file; none: a built-in\n"
+      "model of random weights.");
+  kvserve::CommandLineSpec spec;
+  spec.groups = kvserve::ServerFlagGroups();
+#if KVSERVE_WITH_CUDA
+  spec.version_note = "CUDA backend built";
+#else
+  spec.version_note = "CPU backend only";
+#endif
+  return kvserve::Run(kvserve::ParseCommandLine(argc, argv, spec));
 }
