@@ -6,9 +6,9 @@
 namespace kvserve {
 
 absl::Status DrainGraceRanOut(absl::Duration grace) {
-  return absl::UnavailableError(
-      absl::StrCat("server shutting down: the drain grace of ", absl::ToDoubleSeconds(grace),
-                   " s ran out (--shutdown_grace_s)"));
+  return absl::UnavailableError(absl::StrCat("server shutting down: the drain grace of ",
+                                             absl::ToDoubleSeconds(grace),
+                                             " s ran out (--shutdown_grace_s)"));
 }
 
 void DrainAndStop(KvServer& grpc, http::HttpServer* http, Engine& engine, absl::Duration grace) {

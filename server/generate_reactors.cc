@@ -55,8 +55,8 @@ void Merge(const RequestOutput& out, v1::GenerateResponse& msg) {
 // Fills the access record's request id and prompt size as they become known.
 template <typename Reactor>
 std::optional<grpc::Status> Submit(Reactor* reactor, grpc::CallbackServerContext* context,
-                                   const v1::GenerateRequest& proto, Engine& engine,
-                                   bool counted, AccessRecord& access) {
+                                   const v1::GenerateRequest& proto, Engine& engine, bool counted,
+                                   AccessRecord& access) {
   access.request_id = proto.request_id();
   if (!counted) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down");
   absl::StatusOr<Request> request = ToEngineRequest(proto, engine, DeadlineOf(context));

@@ -77,8 +77,7 @@ grpc::ServerWriteReactor<v1::GenerateResponse>* InferenceService::ChatStream(
   }
   const v1::GenerateRequest generate = ToGenerateRequest(*request, *prompt, *chat_.formatter);
   if (log_prompts_) LogPrompt("ChatStream", generate);
-  return new GenerateStreamReactor(context, &generate, engine_, metrics_, in_flight_,
-                                   "ChatStream");
+  return new GenerateStreamReactor(context, &generate, engine_, metrics_, in_flight_, "ChatStream");
 }
 
 }  // namespace kvserve

@@ -6,10 +6,10 @@
 // waiting. Everything goes through a real server and real channels.
 #include <fcntl.h>
 #include <poll.h>
-#include <unistd.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <condition_variable>
