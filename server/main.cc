@@ -4,8 +4,8 @@
 //
 // Checks that its ports are free, loads the model, starts the engine and the
 // gRPC server, logs one line when serving, and on SIGTERM/SIGINT stops
-// accepting, gives in-flight streams --shutdown_grace_s to finish (then
-// cancels them), and exits 0.
+// accepting, gives in-flight streams --shutdown_grace_s to finish (then ends
+// them with UNAVAILABLE), and exits 0.
 #include <semaphore.h>
 #include <signal.h>
 
@@ -22,11 +22,14 @@
 #include "base/logging.h"
 #include "engine/core/engine.h"
 #include "engine/core/metrics/prometheus_stats_logger.h"
+#include "engine/core/metrics/stats_fan_out.h"
+#include "engine/core/metrics/stats_line_logger.h"
 #include "engine/loading/chat_template_file.h"
 #include "engine/loading/model_loader.h"
 #include "server/auth_flags.h"
 #include "server/backend_factory.h"
 #include "server/chat_setup.h"
+#include "server/drain.h"
 #include "server/flag_groups.h"
 #include "server/flags.h"
 #include "server/grpc_limit_flags.h"
@@ -83,6 +86,11 @@ int Run(const std::vector<char*>& positional) {
   config.max_stall_s = absl::GetFlag(FLAGS_max_stall_s);
   if (absl::Status s = config.Validate(); !s.ok()) {
     KV_LOG(ERROR) << s.message();
+    return 2;
+  }
+  const double stats_interval_s = absl::GetFlag(FLAGS_log_stats_interval_s);
+  if (!(stats_interval_s >= 0)) {
+    KV_LOG(ERROR) << "--log_stats_interval_s must be >= 0 (0: off), got " << stats_interval_s;
     return 2;
   }
   // Before the model loads: a bad token file fails at once.
@@ -145,7 +153,10 @@ int Run(const std::vector<char*>& positional) {
     return 2;
   }
   auto registry = std::make_shared<prometheus::Registry>();
-  PrometheusStatsLogger stats_logger(*registry);  // outlives the engine
+  // The stats observers outlive the engine.
+  PrometheusStatsLogger prometheus_stats(*registry);
+  StatsLineLogger stats_line(absl::Seconds(stats_interval_s));
+  StatsFanOut stats_logger({&prometheus_stats, &stats_line});
   absl::StatusOr<std::unique_ptr<Engine>> engine =
       Engine::Create(config, *std::move(source), *std::move(backend), &stats_logger);
   if (!engine.ok()) {
@@ -209,15 +220,8 @@ int Run(const std::vector<char*>& positional) {
   KV_LOG(INFO) << "received " << (signal_number == SIGTERM ? "SIGTERM" : "SIGINT")
                << ": draining in-flight requests (up to " << absl::GetFlag(FLAGS_shutdown_grace_s)
                << " s)";
-  // Both APIs drain at once and share the grace period. The gRPC server
-  // stops last, so that its health service answers NOT_SERVING (rather than
-  // refusing connections) for as long as any request, HTTP or gRPC, runs.
-  const absl::Time deadline = absl::Now() + absl::Seconds(absl::GetFlag(FLAGS_shutdown_grace_s));
-  (*server)->BeginDrain();
-  if (http_server) http_server->BeginDrain();
-  if (http_server) http_server->Shutdown(deadline);
-  (*server)->Shutdown(deadline);
-  (*engine)->Stop();
+  DrainAndStop(**server, http_server.get(), **engine,
+               absl::Seconds(absl::GetFlag(FLAGS_shutdown_grace_s)));
   KV_LOG(INFO) << "stopped";
   return 0;
 }

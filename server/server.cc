@@ -125,6 +125,8 @@ void KvServer::BeginDrain() {
   service_.in_flight().BeginDrain();
 }
 
+bool KvServer::WaitForNoCalls(absl::Time deadline) { return service_.in_flight().Drain(deadline); }
+
 void KvServer::Shutdown() { Shutdown(absl::Now() + options_.shutdown_grace); }
 
 void KvServer::Shutdown(absl::Time deadline) {
