@@ -24,18 +24,18 @@
 #include <iostream>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "base/command_line.h"
 #include "client/auth_token.h"
 #include "client/cli_chat.h"
 #include "client/cli_output.h"
 #include "client/client.h"
-#include "client/flag_names.h"
+#include "client/flag_groups.h"
 #include "client/stop_flag.h"
 #include "client/token_text.h"
 #include "nlohmann/json.hpp"
@@ -259,8 +259,9 @@ int main(int argc, char** argv) {
       "[--seed S] [--repetition-penalty R] [--presence-penalty P] [--frequency-penalty F] "
       "[--min-p P] [--min-tokens N] [--logprobs N] [--json]\n"
       "  chat [--message TEXT] [--system TEXT] (no --message: an interactive conversation)");
-  std::vector<char*> args = kvserve::NormalizeFlagNames(argc, argv);
-  std::vector<char*> positional = absl::ParseCommandLine(static_cast<int>(args.size()), args.data());
+  kvserve::CommandLineSpec spec;
+  spec.groups = kvserve::CliFlagGroups();
+  std::vector<char*> positional = kvserve::ParseCommandLine(argc, argv, spec);
   if (positional.size() != 2) {
     std::cerr << "usage: kvserve-cli --target HOST:PORT (generate|chat|info|tokenize|health) [flags]\n";
     return 2;

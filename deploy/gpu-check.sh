@@ -2,30 +2,38 @@
 # Every CUDA check of kvserve in one command, on a GPU machine, from a bundle
 # built elsewhere (the GPU machine has no gRPC, Protobuf or Abseil, and this
 # script builds nothing). It runs, in this order (STEPS picks some of them):
-#   tests  every CUDA test binary (smoke, ops, attention sweeps, sampler, engine);
-#   serve  end to end: kvserve --device cuda on the built-in default model and
-#          on the tiny-llama-gqa fixture, a generate with kvserve-cli each, SIGTERM;
-#   storm  a Llama-3.2-1B-shaped bf16 checkpoint (written by kvserve-mkmodel)
-#          served to concurrent kvserve-bench clients, then a cancel storm
-#          (deadline-cut streams, killed clients): KV blocks must return to 0
-#   bench  cuda_decode_bench (batch 1 and 32, Llama-3.2-1B shape, with the
-#          copy roofline);
-#   hf     deploy/hf_decode_bench.py on the same shape when PyTorch is there
-#          (transformers' static cache compiles the decode step: minutes).
+#   tests      every CUDA test binary (smoke, ops, attention sweeps, sampler, engine);
+#   attention  cuda_attention_bench: each attention kernel alone, fast next to
+#              its reference, with GB/s and TFLOP/s against the copy ceiling;
+#   bench      cuda_decode_bench (batches 1, 8, 32, 64, 128 on the Llama-3.2-1B
+#              shape, with the copy roofline; prefill TTFT of 1 x 2048 and
+#              8 x 2048; batch 1 and 32 at a 4k context), with the fast
+#              kernels, and batch 1 and 32 again with --fast_kernels=none;
+#   peers      deploy/gpu_peers.py: PyTorch SDPA (FlashAttention-2, cuDNN) on
+#              cuda_attention_bench's shapes, and transformers' prefill forward
+#              of 1 x 2048 and 8 x 2048 tokens, when PyTorch is there;
+#   profile    Nsight Compute (one metric: GPU time per launch) over one
+#              decode run at batch 1 and 32 and one 2048-token prefill,
+#              tabulated per kernel by deploy/gpu_profile_table.py;
+#   memcheck   compute-sanitizer memcheck over cuda_ops_test and the fast
+#              attention shapes of cuda_attention_test;
+#   serve      end to end: kvserve --device cuda on the built-in default model and
+#              on the tiny-llama-gqa fixture, a generate with kvserve-cli each, SIGTERM;
+#   storm      a Llama-3.2-1B-shaped bf16 checkpoint (written by kvserve-mkmodel)
+#              served to concurrent kvserve-bench clients, then a cancel storm
+#              (deadline-cut streams, killed clients): KV blocks must return to 0
+#   hf         deploy/hf_decode_bench.py on the same shape when PyTorch is there
+#              (transformers' static cache compiles the decode step: minutes).
 #
-# On the build machine, from the repository root:
+# On the build machine, from the repository root (deploy/make-gpu-bundle.sh
+# does all of this and prints the run command):
 #   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DKVSERVE_CUDA=ON
-#   ninja -C build kvserve kvserve-cli cuda_smoke_test cuda_ops_test cuda_attention_test \
-#     cuda_sample_test cuda_engine_test cuda_decode_bench kvserve-mkmodel kvserve-bench
-#   rm -rf .gpu && ../shared/gpu/bundle.sh .gpu build/server/kvserve build/client/kvserve-cli \
-#     build/tools/kvserve-mkmodel build/client/kvserve-bench \
-#     build/tests/cuda_smoke_test build/tests/cuda_ops_test build/tests/cuda_attention_test \
-#     build/tests/cuda_sample_test build/tests/cuda_engine_test build/tests/bench/cuda_decode_bench
-# The bundle is about 90 MB (35 of them OpenBLAS); gzipped about 30 MB, which
-# with the ~16 MB working tree fits a runner that carries at most 64 MiB:
-#   tar -C .gpu -czf /tmp/bundle.tgz . && mv /tmp/bundle.tgz .gpu/   # carry .gpu/bundle.tgz only
+#   ninja -C build <the programs below>
+#   ../shared/gpu/bundle.sh .gpu/b build/server/kvserve ... build/tests/bench/cuda_attention_bench
+#   tar -C .gpu/b -cJf .gpu/bundle.tar.xz . && rm -rf .gpu/b   # xz: ~32 MB, fits a 64 MiB carry
 # then on the GPU machine, from anywhere (the tests read tests/data of this tree):
-#   deploy/gpu-check.sh [BUNDLE (.gpu) | BUNDLE.tgz] [STEPS (tests,serve,storm,bench,hf)]
+#   deploy/gpu-check.sh [BUNDLE (.gpu) | BUNDLE.tar.xz | BUNDLE.tgz] [STEPS]
+# STEPS defaults to tests,attention,bench,peers,profile,memcheck,serve,storm,hf.
 #
 # What comes back: $OUT (or ./gpu-check-out) receives exactly two files, so
 # that a runner returning only a few files loses nothing: gpu-check.json (the
@@ -37,8 +45,9 @@
 # Time: GPU_CHECK_BUDGET_S (default 560 when $OUT is set, i.e. under a runner
 # whose commands get 600 s; else unlimited) bounds the whole run: a step never
 # outlives it, and steps that no longer fit are reported as not run. Under a
-# 600 s runner run `tests,serve` in one call, `storm,bench` in a second and
-# `hf` in a third.
+# 600 s runner run `tests,attention,bench,peers` in one call (the new
+# kernels' proof and their speed), `profile,memcheck,serve,storm` in a
+# second and `hf` in a third.
 #
 # GPU_CHECK_DEVICE=cpu runs the serve and storm steps on the CPU backend: a
 # dry run of this script's own logic on a machine without a GPU (with, say,
@@ -49,7 +58,7 @@
 # cannot find a shared library.
 set -uo pipefail
 BUNDLE=${1:-.gpu}
-STEPS_ARG=${2:-tests,serve,storm,bench,hf}
+STEPS_ARG=${2:-tests,attention,bench,peers,profile,memcheck,serve,storm,hf}
 DEVICE=${GPU_CHECK_DEVICE:-cuda}
 # The bundle is named relative to the caller's directory, not the repository's.
 [[ $BUNDLE == /* ]] || BUNDLE="$PWD/$BUNDLE"
@@ -111,6 +120,18 @@ write_report() {
     done
     echo "  ],"
     echo "  \"cuda_decode_bench\": $(cat "$WORK/cuda_decode_bench.json" 2>/dev/null || echo null),"
+    echo "  \"cuda_decode_bench_4k\": $(cat "$WORK/cuda_decode_bench_4k.json" 2>/dev/null || echo null),"
+    local sep="" p
+    printf '  "profile": {'
+    for p in b1 b32 prefill; do
+      printf '%s"%s": %s' "$sep" "$p" "$(cat "$WORK/profile_$p.json" 2>/dev/null || echo null)"
+      sep=", "
+    done
+    echo "},"
+    echo "  \"cuda_decode_bench_reference_kernels\": $(cat "$WORK/cuda_decode_bench_reference.json" 2>/dev/null || echo null),"
+    echo "  \"cuda_attention_bench\": $(cat "$WORK/cuda_attention_bench.json" 2>/dev/null || echo null),"
+    echo "  \"gpu_peers\": $(cat "$WORK/gpu_peers.json" 2>/dev/null || echo null),"
+    echo "  \"hf_prefill\": $(cat "$WORK/hf_prefill.json" 2>/dev/null || echo null),"
     echo "  \"hf_decode_bench\": $(cat "$WORK/hf_decode_bench.json" 2>/dev/null || echo null)"
     echo "}"
   } >"$OUT_DIR/gpu-check.json.tmp" && mv "$OUT_DIR/gpu-check.json.tmp" "$OUT_DIR/gpu-check.json"
@@ -119,9 +140,12 @@ write_report() {
     mv "$OUT_DIR/gpu-check-logs.tgz.tmp" "$OUT_DIR/gpu-check-logs.tgz"
 }
 
-if [[ -f $BUNDLE ]]; then  # a gzipped tarball of the bundle directory
+if [[ -d $BUNDLE && ! -x $BUNDLE/bin/kvserve ]]; then  # .gpu holding bundle.tar.xz
+  for f in "$BUNDLE"/bundle.tar.xz "$BUNDLE"/bundle.tgz; do [[ -f $f ]] && BUNDLE=$f && break; done
+fi
+if [[ -f $BUNDLE ]]; then  # a tarball (xz or gzip) of the bundle directory
   EXTRACTED=$(mktemp -d)
-  tar -C "$EXTRACTED" -xzf "$BUNDLE" || { echo "cannot extract $BUNDLE"; exit 2; }
+  tar -C "$EXTRACTED" -xf "$BUNDLE" || { echo "cannot extract $BUNDLE"; exit 2; }
   BUNDLE=$EXTRACTED
 fi
 [[ -x $BUNDLE/bin/kvserve ]] || { echo "no bundle at $BUNDLE (see the header of $0)"; exit 2; }
@@ -215,7 +239,70 @@ if wants tests; then
   done
 fi
 
-# 2. Serve and generate, then stop with SIGTERM (exit status 0 expected).
+# 2. The kernels' speed: attention alone (fast against reference), the whole
+#    decode step and prefill with and without the fast kernels, the peers.
+if wants attention; then
+  step cuda_attention_bench 150 env LD_LIBRARY_PATH="$KV_LD" "$BIN/cuda_attention_bench" \
+    --json="$WORK/cuda_attention_bench.json"
+fi
+if wants bench; then
+  step cuda_decode_bench 200 env LD_LIBRARY_PATH="$KV_LD" "$BIN/cuda_decode_bench" \
+    --batches=1,8,32,64,128 --prefill=1x2048,8x2048 --json="$WORK/cuda_decode_bench.json"
+  step cuda_decode_bench_4k 120 env LD_LIBRARY_PATH="$KV_LD" "$BIN/cuda_decode_bench" \
+    --batches=1,32 --prompt=3968 --new_tokens=64 --json="$WORK/cuda_decode_bench_4k.json"
+  step cuda_decode_bench_reference 200 env LD_LIBRARY_PATH="$KV_LD" "$BIN/cuda_decode_bench" \
+    --batches=1,32 --prefill=1x2048 --fast_kernels=none --json="$WORK/cuda_decode_bench_reference.json"
+fi
+if wants peers; then
+  if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
+    step gpu_peers 120 env PYTHONUNBUFFERED=1 python3 deploy/gpu_peers.py --json "$WORK/gpu_peers.json"
+    if python3 -c "import transformers" 2>/dev/null; then
+      step hf_prefill 120 env PYTHONUNBUFFERED=1 python3 deploy/hf_decode_bench.py --batches "" \
+        --prefill 1x2048,8x2048 --json "$WORK/hf_prefill.json"
+    fi
+  else
+    echo "== gpu_peers: skipped (no PyTorch with CUDA here)"
+  fi
+fi
+
+# The per-kernel profile: only the measured runs (cuda_decode_bench
+# --profile brackets them), graphs off so that every kernel is its own launch.
+profile_run() {  # NAME TABLE_FLAGS -- BENCH_ARGS...
+  local name=$1 table=$2 ncu
+  shift 3
+  ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
+  [[ -x $ncu ]] || { echo "no ncu (Nsight Compute) on this machine"; return 1; }
+  env LD_LIBRARY_PATH="$KV_LD" "$ncu" --profile-from-start off --clock-control none \
+    --metrics gpu__time_duration.sum --csv --page raw \
+    "$BIN/cuda_decode_bench" --profile --cuda_graphs=false "$@" >"$SCRATCH/$name.csv" || return 1
+  python3 "$ROOT/deploy/gpu_profile_table.py" "$SCRATCH/$name.csv" $table \
+    --json "$WORK/profile_$name.json"
+}
+export -f profile_run
+export ROOT
+if wants profile; then
+  step profile_b1 120 profile_run b1 "" -- --batches=1 --new_tokens=12
+  step profile_b32 120 profile_run b32 "" -- --batches=32 --new_tokens=12
+  step profile_prefill 120 profile_run prefill --whole -- --batches= --prefill=1x2048
+fi
+
+# compute-sanitizer memcheck: the ops, and the attention shapes the fast
+# kernels serve (D 64 and 128, both block sizes) and the error cases.
+if wants memcheck; then
+  sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null | head -1)
+  if [[ -x $sanitizer ]]; then
+    step memcheck_ops 150 env LD_LIBRARY_PATH="$KV_LD" "$sanitizer" --tool memcheck \
+      --error-exitcode 1 "$BIN/cuda_ops_test" --gtest_brief=1
+    step memcheck_attention 150 env LD_LIBRARY_PATH="$KV_LD" "$sanitizer" --tool memcheck \
+      --error-exitcode 1 "$BIN/cuda_attention_test" --gtest_brief=1 \
+      --gtest_filter='*H8_KV2_D64_B16:*H8_KV2_D128_B32:CudaAttentionErrorsTest.*'
+  else
+    echo "== memcheck: no compute-sanitizer on this machine"
+    NOT_RUN+=(memcheck)
+  fi
+fi
+
+# 3. Serve and generate, then stop with SIGTERM (exit status 0 expected).
 serve_check() {  # NAME PORT SERVER_ARGS... -- CLIENT_ARGS...
   local name=$1 port=$2 server_args=()
   shift 2
@@ -257,7 +344,7 @@ if wants serve; then
     --dtype float32 -- --prompt-ids 1,2,3,4,5 --max-tokens 16 --ignore-eos
 fi
 
-# 3. A real model size under load, then a cancel storm: afterwards the
+# 4. A real model size under load, then a cancel storm: afterwards the
 #    server must hold no KV block and run no request, and stop cleanly.
 metric() {  # PORT NAME -> the value of an unlabelled series of /metrics
   python3 - "$1" "$2" <<'PY'
@@ -327,11 +414,7 @@ if wants storm; then
   rm -rf "${SCRATCH:?}"/*
 fi
 
-# 4. Decode throughput, ours and transformers' (same shape; compare within one machine).
-if wants bench; then
-  step cuda_decode_bench 400 env LD_LIBRARY_PATH="$KV_LD" "$BIN/cuda_decode_bench" \
-    --batches=1,32 --json="$WORK/cuda_decode_bench.json"
-fi
+# 5. transformers' decode on the same shape (same machine, same run).
 if wants hf; then
   if python3 -c "import torch, transformers; assert torch.cuda.is_available()" 2>/dev/null; then
     step hf_decode_bench 550 env PYTHONUNBUFFERED=1 python3 deploy/hf_decode_bench.py \

@@ -11,6 +11,12 @@ With --static, also the static KV cache (transformers then compiles the
 decode step; the first call is slow, hence the warm-up).
 
     python3 deploy/hf_decode_bench.py [--batches 1,32] [--static] [--json out.json]
+                                      [--prefill 1x2048,8x2048]
+
+--prefill times one forward over BATCHxTOKENS random prompt tokens (SDPA
+attention, logits of the last position only: what a prefill computes),
+the median of 5 after 2 warm-ups: the peer of cuda_decode_bench --prefill's
+TTFT. --batches "" skips the decode runs.
 """
 import argparse
 import json
@@ -79,6 +85,23 @@ def measure(model, batch, prompt, new_tokens, static, repeats=3):
     }
 
 
+def measure_prefill(model, batch, tokens, repeats=5, warm=2):
+    ids = torch.randint(0, 128000, (batch, tokens), device="cuda")
+    times = []
+    with torch.inference_mode():
+        for i in range(warm + repeats):
+            torch.cuda.synchronize()
+            start = time.perf_counter()
+            model(input_ids=ids, logits_to_keep=1)
+            torch.cuda.synchronize()
+            if i >= warm:
+                times.append(time.perf_counter() - start)
+    times.sort()
+    ms = times[len(times) // 2] * 1e3
+    return {"batch": batch, "tokens": tokens, "forward_ms": ms,
+            "prompt_tokens_per_s": batch * tokens / (ms * 1e-3)}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--batches", default="1,32")
@@ -86,6 +109,7 @@ def main():
     parser.add_argument("--new-tokens", type=int, default=128)
     parser.add_argument("--static", action="store_true", help="also measure the static KV cache")
     parser.add_argument("--json", default="")
+    parser.add_argument("--prefill", default="", help="BATCHxTOKENS list, e.g. 1x2048,8x2048")
     args = parser.parse_args()
     import transformers
 
@@ -98,9 +122,25 @@ def main():
         "new_tokens": args.new_tokens,
         "dtype": str(next(model.parameters()).dtype),
         "results": [],
+        "prefills": [],
     }
+
+    def save():  # after every result: a run cut off by a time limit keeps what it measured
+        if args.json:
+            with open(args.json + ".tmp", "w") as f:
+                json.dump(report, f, indent=2)
+            os.replace(args.json + ".tmp", args.json)
+
+    model.config._attn_implementation = "sdpa"
+    for item in filter(None, args.prefill.split(",")):
+        batch, tokens = (int(x) for x in item.split("x"))
+        r = measure_prefill(model, batch, tokens)
+        report["prefills"].append(r)
+        print(f"transformers prefill {batch} x {tokens}: forward {r['forward_ms']:.2f} ms "
+              f"({r['prompt_tokens_per_s']:,.0f} prompt tokens/s)", flush=True)
+        save()
     for static in [False, True] if args.static else [False]:
-        for batch in [int(b) for b in args.batches.split(",")]:
+        for batch in [int(b) for b in args.batches.split(",") if b]:
             r = measure(model, batch, args.prompt, args.new_tokens, static)
             report["results"].append(r)
             print(
@@ -108,11 +148,7 @@ def main():
                 f"tokens/s, {r['ms_per_step']:.2f} ms/step, TTFT {r['ttft_ms']:.1f} ms",
                 flush=True,
             )
-            # After every result: a run cut off by a time limit keeps what it measured.
-            if args.json:
-                with open(args.json + ".tmp", "w") as f:
-                    json.dump(report, f, indent=2)
-                os.replace(args.json + ".tmp", args.json)
+            save()
 
 
 if __name__ == "__main__":

@@ -55,10 +55,14 @@ ABSL_FLAG(double, max_stall_s, 60,
           "A stream paused this long (its client reads nothing) ends with RESOURCE_EXHAUSTED "
           "and its KV blocks are freed; 0 = never.");
 ABSL_FLAG(double, shutdown_grace_s, 5.0,
-          "On SIGTERM/SIGINT, seconds in-flight requests get to finish before they are cancelled.");
+          "On SIGTERM/SIGINT, seconds in-flight requests get to finish; then they end with "
+          "UNAVAILABLE (\"server shutting down: the drain grace of N s ran out\").");
 ABSL_FLAG(std::string, tls_cert, "", "PEM certificate chain: serve TLS (with --tls_key).");
 ABSL_FLAG(std::string, tls_key, "", "PEM private key for --tls_cert.");
 ABSL_FLAG(std::string, log_level, "info", "debug, info, warning or error.");
+ABSL_FLAG(double, log_stats_interval_s, 10,
+          "Every this many seconds, log a stats line (prompt and generation tokens/s, running "
+          "and waiting requests, KV cache usage) when anything happened since the last; 0: off.");
 ABSL_FLAG(bool, log_prompts, false,
           "Log each generation request's prompt (text or token ids). Off by default: prompts "
           "are the users' data and are never logged otherwise.");

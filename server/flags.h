@@ -31,4 +31,5 @@ ABSL_DECLARE_FLAG(double, shutdown_grace_s);
 ABSL_DECLARE_FLAG(std::string, tls_cert);
 ABSL_DECLARE_FLAG(std::string, tls_key);
 ABSL_DECLARE_FLAG(std::string, log_level);
+ABSL_DECLARE_FLAG(double, log_stats_interval_s);
 ABSL_DECLARE_FLAG(bool, log_prompts);

@@ -52,40 +52,64 @@ void Merge(const RequestOutput& out, v1::GenerateResponse& msg) {
 }
 
 // Submits the request; on failure returns the gRPC status to finish with.
+// Fills the access record's request id and prompt size as they become known.
 template <typename Reactor>
 std::optional<grpc::Status> Submit(Reactor* reactor, grpc::CallbackServerContext* context,
-                                   const v1::GenerateRequest& proto, Engine& engine,
-                                   bool counted, std::string* request_id) {
+                                   const v1::GenerateRequest& proto, Engine& engine, bool counted,
+                                   AccessRecord& access) {
+  access.request_id = proto.request_id();
   if (!counted) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down");
   absl::StatusOr<Request> request = ToEngineRequest(proto, engine, DeadlineOf(context));
   if (!request.ok()) return ToGrpcStatus(request.status());
-  *request_id = request->request_id;
+  access.request_id = request->request_id;
+  access.prompt_tokens = static_cast<int64_t>(request->prompt.size());
   absl::Status submitted =
       engine.Submit(*std::move(request), std::make_shared<ReactorSink<Reactor>>(reactor));
   if (!submitted.ok()) return ToGrpcStatus(submitted, "Submit");
   return std::nullopt;
 }
 
+AccessRecord NewAccessRecord(const char* rpc, const Engine& engine, bool stream) {
+  AccessRecord access;
+  access.api = Api::kGrpc;
+  access.route = rpc;
+  access.model = engine.info().model_name;
+  access.stream = stream;
+  return access;
+}
+
+// Counts the output's tokens, and the first one's time.
+void NoteOutput(const RequestOutput& output, absl::Time start, AccessRecord& access) {
+  if (output.token_ids.empty()) return;
+  if (!access.time_to_first_token) access.time_to_first_token = absl::Now() - start;
+  access.output_tokens += static_cast<int64_t>(output.token_ids.size());
+}
+
 }  // namespace
 
 GenerateStreamReactor::GenerateStreamReactor(grpc::CallbackServerContext* context,
                                              const v1::GenerateRequest* request, Engine& engine,
-                                             ServerMetrics& metrics, InFlightCalls& calls)
+                                             ServerMetrics& metrics, InFlightCalls& calls,
+                                             const char* rpc)
     : engine_(engine),
       metrics_(metrics),
       calls_(calls),
       counted_(calls.TryEnter()),
-      unsent_(engine.max_unsent_tokens()) {
-  std::optional<grpc::Status> error =
-      Submit(this, context, *request, engine, counted_, &request_id_);
-  if (error) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
+      unsent_(engine.max_unsent_tokens()),
+      access_(NewAccessRecord(rpc, engine, /*stream=*/true)),
+      start_(absl::Now()) {
+  std::optional<grpc::Status> error;
+  {
+    // Under mu_: once submitted, the engine may Deliver before Submit returns.
+    std::lock_guard<std::mutex> lock(mu_);
+    error = Submit(this, context, *request, engine, counted_, access_);
+    request_id_ = access_.request_id;
+    if (error) {
       final_status_ = *error;
-      outcome_ = OutcomeLabel(*error);
+      access_.outcome = OutcomeLabel(*error);
     }
-    Pump();
   }
+  if (error) Pump();
 }
 
 void GenerateStreamReactor::Deliver(RequestOutput output) {
@@ -100,6 +124,7 @@ void GenerateStreamReactor::Deliver(RequestOutput output) {
       has_pending_ = true;
     }
     Merge(output, pending_);
+    NoteOutput(output, start_, access_);
     if (!write_failed_) {
       const int n = static_cast<int>(output.token_ids.size());
       pending_tokens_ += n;
@@ -107,7 +132,7 @@ void GenerateStreamReactor::Deliver(RequestOutput output) {
     }
     if (output.finished()) {
       final_status_ = grpc::Status::OK;
-      outcome_ = FinishReasonLabel(output.finish_reason);
+      access_.outcome = FinishReasonLabel(output.finish_reason);
     }
   }
   Pump();
@@ -117,7 +142,7 @@ void GenerateStreamReactor::DeliverAbort(absl::Status status) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     final_status_ = ToGrpcStatus(status, "GenerateStream");
-    outcome_ = OutcomeLabel(*final_status_);
+    access_.outcome = OutcomeLabel(*final_status_);
     has_pending_ = false;  // tokens not yet sent go nowhere: the stream ends in error
   }
   Pump();
@@ -141,9 +166,10 @@ void GenerateStreamReactor::Pump() {
     if (final_status_) {
       finish_called_ = true;
       const grpc::Status status = *final_status_;
-      const std::string outcome = outcome_;
+      AccessRecord access = access_;
       lock.unlock();
-      metrics_.RecordOutcome(outcome);
+      access.duration = absl::Now() - start_;
+      RecordRequestEnd(metrics_, access);
       Finish(status);
     }
     return;
@@ -180,20 +206,22 @@ void GenerateStreamReactor::OnDone() {
 GenerateUnaryReactor::GenerateUnaryReactor(grpc::CallbackServerContext* context,
                                            const v1::GenerateRequest* request,
                                            v1::GenerateResponse* response, Engine& engine,
-                                           ServerMetrics& metrics, InFlightCalls& calls)
+                                           ServerMetrics& metrics, InFlightCalls& calls,
+                                           const char* rpc)
     : engine_(engine),
       metrics_(metrics),
       calls_(calls),
       counted_(calls.TryEnter()),
-      response_(response) {
-  std::string request_id;
+      response_(response),
+      access_(NewAccessRecord(rpc, engine, /*stream=*/false)),
+      start_(absl::Now()) {
   std::optional<grpc::Status> error;
   {
     // Under mu_: once submitted, the engine may Deliver (and merge into
     // response_) before the request id is written.
     std::lock_guard<std::mutex> lock(mu_);
-    error = Submit(this, context, *request, engine, counted_, &request_id);
-    response_->set_request_id(request_id);
+    error = Submit(this, context, *request, engine, counted_, access_);
+    response_->set_request_id(access_.request_id);
   }
   if (error) FinishOnce(*error, OutcomeLabel(*error));
 }
@@ -203,6 +231,7 @@ void GenerateUnaryReactor::Deliver(RequestOutput output) {
     std::lock_guard<std::mutex> lock(mu_);
     if (finish_called_) return;
     Merge(output, *response_);
+    NoteOutput(output, start_, access_);
   }
   if (output.finished()) FinishOnce(grpc::Status::OK, FinishReasonLabel(output.finish_reason));
 }
@@ -213,12 +242,16 @@ void GenerateUnaryReactor::DeliverAbort(absl::Status status) {
 }
 
 void GenerateUnaryReactor::FinishOnce(grpc::Status status, const std::string& outcome) {
+  AccessRecord access;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (finish_called_) return;
     finish_called_ = true;
+    access = access_;
   }
-  metrics_.RecordOutcome(outcome);
+  access.outcome = outcome;
+  access.duration = absl::Now() - start_;
+  RecordRequestEnd(metrics_, access);
   Finish(std::move(status));
 }
 

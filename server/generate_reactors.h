@@ -9,6 +9,7 @@
 // resulting reactions inline on the calling thread. Each counts itself in
 // InFlightCalls from construction to OnDone (refused with UNAVAILABLE once
 // the server drains), so that shutdown knows when nothing is in flight.
+// Each writes its request's access-log line when it finishes (access_log.h).
 //
 // Back-pressure (docs/backpressure.md): gRPC allows one write in flight, and
 // a write completes only once the transport's flow-control window lets it
@@ -28,6 +29,7 @@
 #include "engine/core/engine.h"
 #include "engine/core/unsent_tokens.h"
 #include "kvserve/v1/inference.grpc.pb.h"
+#include "server/access_log.h"
 #include "server/in_flight_calls.h"
 #include "server/server_metrics.h"
 
@@ -51,8 +53,10 @@ class RefCountedReactor {
 class GenerateStreamReactor final : public grpc::ServerWriteReactor<v1::GenerateResponse>,
                                     public RefCountedReactor {
  public:
+  /// `rpc`: the method's name, for the access log (GenerateStream, ChatStream).
   GenerateStreamReactor(grpc::CallbackServerContext* context, const v1::GenerateRequest* request,
-                        Engine& engine, ServerMetrics& metrics, InFlightCalls& calls);
+                        Engine& engine, ServerMetrics& metrics, InFlightCalls& calls,
+                        const char* rpc);
 
   // From the engine thread, through the sink.
   void Deliver(RequestOutput output);
@@ -93,15 +97,17 @@ class GenerateStreamReactor final : public grpc::ServerWriteReactor<v1::Generate
   bool starting_write_ = false;
   bool write_failed_ = false;       // the client is gone; drop further writes
   std::optional<grpc::Status> final_status_;
-  std::string outcome_;
   bool finish_called_ = false;
+  AccessRecord access_;  // under mu_; outcome set with final_status_
+  absl::Time start_;
 };
 
 class GenerateUnaryReactor final : public grpc::ServerUnaryReactor, public RefCountedReactor {
  public:
+  /// `rpc`: the method's name, for the access log (Generate, Chat).
   GenerateUnaryReactor(grpc::CallbackServerContext* context, const v1::GenerateRequest* request,
                        v1::GenerateResponse* response, Engine& engine, ServerMetrics& metrics,
-                       InFlightCalls& calls);
+                       InFlightCalls& calls, const char* rpc);
 
   void Deliver(RequestOutput output);
   void DeliverAbort(absl::Status status);
@@ -123,6 +129,8 @@ class GenerateUnaryReactor final : public grpc::ServerUnaryReactor, public RefCo
   std::atomic<bool> cancelled_{false};
   std::mutex mu_;
   bool finish_called_ = false;
+  AccessRecord access_;  // under mu_
+  absl::Time start_;
 };
 
 }  // namespace kvserve

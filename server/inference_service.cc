@@ -33,13 +33,15 @@ grpc::ServerUnaryReactor* InferenceService::Generate(grpc::CallbackServerContext
                                                      const v1::GenerateRequest* request,
                                                      v1::GenerateResponse* response) {
   if (log_prompts_) LogPrompt("Generate", *request);
-  return new GenerateUnaryReactor(context, request, response, engine_, metrics_, in_flight_);
+  return new GenerateUnaryReactor(context, request, response, engine_, metrics_, in_flight_,
+                                  "Generate");
 }
 
 grpc::ServerWriteReactor<v1::GenerateResponse>* InferenceService::GenerateStream(
     grpc::CallbackServerContext* context, const v1::GenerateRequest* request) {
   if (log_prompts_) LogPrompt("GenerateStream", *request);
-  return new GenerateStreamReactor(context, request, engine_, metrics_, in_flight_);
+  return new GenerateStreamReactor(context, request, engine_, metrics_, in_flight_,
+                                   "GenerateStream");
 }
 
 grpc::ServerUnaryReactor* InferenceService::GetModelInfo(grpc::CallbackServerContext* context,

@@ -45,6 +45,9 @@ class InferenceService final : public v1::Inference::CallbackService {
       grpc::CallbackServerContext* context, const v1::ChatRequest* request) override;
 
  private:
+  /// A chat call refused before it reached a reactor: counted and logged.
+  void RecordRefusal(const char* rpc, const std::string& request_id, const grpc::Status& status);
+
   Engine& engine_;
   ServerMetrics& metrics_;
   ChatAccess chat_;

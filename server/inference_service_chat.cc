@@ -16,6 +16,18 @@ class RefusedStreamReactor final : public grpc::ServerWriteReactor<v1::GenerateR
 
 }  // namespace
 
+void InferenceService::RecordRefusal(const char* rpc, const std::string& request_id,
+                                     const grpc::Status& status) {
+  AccessRecord access;
+  access.api = Api::kGrpc;
+  access.route = rpc;
+  access.request_id = request_id;
+  access.model = engine_.info().model_name;
+  access.stream = absl::string_view(rpc) == "ChatStream";
+  access.outcome = OutcomeLabel(status);
+  RecordRequestEnd(metrics_, access);
+}
+
 grpc::ServerUnaryReactor* InferenceService::ApplyChatTemplate(
     grpc::CallbackServerContext* context, const v1::ApplyChatTemplateRequest* request,
     v1::ApplyChatTemplateResponse* response) {
@@ -41,7 +53,7 @@ grpc::ServerUnaryReactor* InferenceService::Chat(grpc::CallbackServerContext* co
                                                  /*add_generation_prompt=*/true);
   if (!prompt.ok()) {
     const grpc::Status status = ToGrpcStatus(prompt.status(), "Chat");
-    metrics_.RecordOutcome(OutcomeLabel(status));
+    RecordRefusal("Chat", request->request_id(), status);
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
     reactor->Finish(status);
     return reactor;
@@ -49,7 +61,8 @@ grpc::ServerUnaryReactor* InferenceService::Chat(grpc::CallbackServerContext* co
   // The reactor reads the request only while constructing itself.
   const v1::GenerateRequest generate = ToGenerateRequest(*request, *prompt, *chat_.formatter);
   if (log_prompts_) LogPrompt("Chat", generate);
-  return new GenerateUnaryReactor(context, &generate, response, engine_, metrics_, in_flight_);
+  return new GenerateUnaryReactor(context, &generate, response, engine_, metrics_, in_flight_,
+                                  "Chat");
 }
 
 grpc::ServerWriteReactor<v1::GenerateResponse>* InferenceService::ChatStream(
@@ -59,12 +72,12 @@ grpc::ServerWriteReactor<v1::GenerateResponse>* InferenceService::ChatStream(
                                                  /*add_generation_prompt=*/true);
   if (!prompt.ok()) {
     const grpc::Status status = ToGrpcStatus(prompt.status(), "ChatStream");
-    metrics_.RecordOutcome(OutcomeLabel(status));
+    RecordRefusal("ChatStream", request->request_id(), status);
     return new RefusedStreamReactor(status);
   }
   const v1::GenerateRequest generate = ToGenerateRequest(*request, *prompt, *chat_.formatter);
   if (log_prompts_) LogPrompt("ChatStream", generate);
-  return new GenerateStreamReactor(context, &generate, engine_, metrics_, in_flight_);
+  return new GenerateStreamReactor(context, &generate, engine_, metrics_, in_flight_, "ChatStream");
 }
 
 }  // namespace kvserve

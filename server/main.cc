@@ -1,10 +1,11 @@
 // kvserve: the LLM inference server.
 //
-//   kvserve [--model DIR|FILE.gguf] [--host H] [--port P] [--metrics_port M] [--device cpu|cuda] ...
+//   kvserve [MODEL] [--model DIR|FILE.gguf] [--host H] [--port P] [--metrics_port M] ...
 //
-// Loads the model, starts the engine and the gRPC server, logs one line when
-// serving, and on SIGTERM/SIGINT stops accepting, gives in-flight streams
-// --shutdown_grace_s to finish (then cancels them), and exits 0.
+// Checks that its ports are free, loads the model, starts the engine and the
+// gRPC server, logs one line when serving, and on SIGTERM/SIGINT stops
+// accepting, gives in-flight streams --shutdown_grace_s to finish (then ends
+// them with UNAVAILABLE), and exits 0.
 #include <semaphore.h>
 #include <signal.h>
 
@@ -15,22 +16,27 @@
 #include <iostream>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "base/command_line.h"
 #include "base/logging.h"
 #include "engine/core/engine.h"
 #include "engine/core/metrics/prometheus_stats_logger.h"
+#include "engine/core/metrics/stats_fan_out.h"
+#include "engine/core/metrics/stats_line_logger.h"
 #include "engine/loading/chat_template_file.h"
 #include "engine/loading/model_loader.h"
 #include "server/auth_flags.h"
 #include "server/backend_factory.h"
 #include "server/chat_setup.h"
+#include "server/drain.h"
+#include "server/flag_groups.h"
 #include "server/flags.h"
 #include "server/grpc_limit_flags.h"
 #include "server/http/http_server.h"
 #include "server/http_flags.h"
 #include "server/server.h"
+#include "server/startup_flags.h"
 
 namespace kvserve {
 namespace {
@@ -55,7 +61,14 @@ absl::Status SetLogLevel(const std::string& level) {
   return absl::OkStatus();
 }
 
-int Run() {
+int Run(const std::vector<char*>& positional) {
+  // The command line is checked before anything slow: a stray argument or a
+  // busy port fails in milliseconds, not after the model loads.
+  absl::StatusOr<std::string> model_path = ModelFromCommandLine(positional);
+  if (!model_path.ok()) {
+    KV_LOG(ERROR) << model_path.status().message();
+    return 2;
+  }
   if (absl::Status s = SetLogLevel(absl::GetFlag(FLAGS_log_level)); !s.ok()) {
     KV_LOG(ERROR) << s.message();
     return 2;
@@ -75,11 +88,20 @@ int Run() {
     KV_LOG(ERROR) << s.message();
     return 2;
   }
+  const double stats_interval_s = absl::GetFlag(FLAGS_log_stats_interval_s);
+  if (!(stats_interval_s >= 0)) {
+    KV_LOG(ERROR) << "--log_stats_interval_s must be >= 0 (0: off), got " << stats_interval_s;
+    return 2;
+  }
   // Before the model loads: a bad token file fails at once.
   absl::StatusOr<std::shared_ptr<const BearerTokens>> auth = BearerTokensFromFlags();
   if (!auth.ok()) {
     KV_LOG(ERROR) << auth.status().message();
     return 2;
+  }
+  if (absl::Status s = CheckListeningPortsFree(); !s.ok()) {
+    KV_LOG(ERROR) << s.message();
+    return absl::IsUnavailable(s) ? 1 : 2;
   }
 
   // Block the stop signals in the threads started from here on (they inherit
@@ -96,15 +118,15 @@ int Run() {
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
 
-  const std::string model_dir = absl::GetFlag(FLAGS_model);
+  const std::string& model_dir = *model_path;
   absl::StatusOr<ModelSource> source = OpenModelSource(model_dir);
   if (!source.ok()) {
     KV_LOG(ERROR) << "cannot open the model: " << source.status().message();
     return 1;
   }
   if (model_dir.empty()) {
-    KV_LOG(INFO) << "no --model: serving the built-in default model (random weights, byte "
-                 << "tokenizer): its text is noise";
+    KV_LOG(INFO) << "no model given (kvserve MODEL or --model): serving the built-in default "
+                 << "model (random weights, byte tokenizer): its text is noise";
   }
   // --chat_template replaces the model's template text; the bos/eos strings
   // the template sees still come from the model.
@@ -131,7 +153,10 @@ int Run() {
     return 2;
   }
   auto registry = std::make_shared<prometheus::Registry>();
-  PrometheusStatsLogger stats_logger(*registry);  // outlives the engine
+  // The stats observers outlive the engine.
+  PrometheusStatsLogger prometheus_stats(*registry);
+  StatsLineLogger stats_line(absl::Seconds(stats_interval_s));
+  StatsFanOut stats_logger({&prometheus_stats, &stats_line});
   absl::StatusOr<std::unique_ptr<Engine>> engine =
       Engine::Create(config, *std::move(source), *std::move(backend), &stats_logger);
   if (!engine.ok()) {
@@ -195,15 +220,8 @@ int Run() {
   KV_LOG(INFO) << "received " << (signal_number == SIGTERM ? "SIGTERM" : "SIGINT")
                << ": draining in-flight requests (up to " << absl::GetFlag(FLAGS_shutdown_grace_s)
                << " s)";
-  // Both APIs drain at once and share the grace period. The gRPC server
-  // stops last, so that its health service answers NOT_SERVING (rather than
-  // refusing connections) for as long as any request, HTTP or gRPC, runs.
-  const absl::Time deadline = absl::Now() + absl::Seconds(absl::GetFlag(FLAGS_shutdown_grace_s));
-  (*server)->BeginDrain();
-  if (http_server) http_server->BeginDrain();
-  if (http_server) http_server->Shutdown(deadline);
-  (*server)->Shutdown(deadline);
-  (*engine)->Stop();
+  DrainAndStop(**server, http_server.get(), **engine,
+               absl::Seconds(absl::GetFlag(FLAGS_shutdown_grace_s)));
   KV_LOG(INFO) << "stopped";
   return 0;
 }
@@ -213,9 +231,16 @@ int Run() {
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
-      "kvserve: LLM inference server over gRPC.\n"
-      "  kvserve [--model DIR|FILE.gguf] [--port 50051] [--device cpu|cuda] [...]\n"
-      "Run with --helpfull for every flag.");
-  absl::ParseCommandLine(argc, argv);
-  return kvserve::Run();
+      "kvserve: LLM inference server over gRPC and an OpenAI-compatible HTTP API.\n"
+      "  kvserve [MODEL] [--port 50051] [--http_port 8000] [--device cpu|cuda] [...]\n"
+      "MODEL (or --model): a Hugging Face model directory or a .gguf file; none: a built-in\n"
+      "model of random weights.");
+  kvserve::CommandLineSpec spec;
+  spec.groups = kvserve::ServerFlagGroups();
+#if KVSERVE_WITH_CUDA
+  spec.version_note = "CUDA backend built";
+#else
+  spec.version_note = "CPU backend only";
+#endif
+  return kvserve::Run(kvserve::ParseCommandLine(argc, argv, spec));
 }

@@ -85,13 +85,17 @@ absl::StatusOr<std::unique_ptr<KvServer>> KvServer::Start(const ServerOptions& o
     builder.RegisterService(&server->service_);
   }
   ApplyGrpcLimits(options.grpc_limits, builder);
+  // gRPC sets SO_REUSEPORT by default: a second kvserve on a busy port would
+  // then start and take half the connections. Refuse the port instead.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   InstallLibraryLogHandlers();
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
   interceptors.push_back(MakeParseErrorInterceptorFactory());
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->port_ == 0) {
-    return absl::UnavailableError(absl::StrCat("cannot listen on ", address));
+    return absl::UnavailableError(
+        absl::StrCat("--port: cannot listen on ", address, " (is the port already in use?)"));
   }
   grpc::HealthCheckServiceInterface* health = server->server_->GetHealthCheckService();
   health->SetServingStatus(true);
@@ -120,6 +124,8 @@ void KvServer::BeginDrain() {
   server_->GetHealthCheckService()->SetServingStatus(false);
   service_.in_flight().BeginDrain();
 }
+
+bool KvServer::WaitForNoCalls(absl::Time deadline) { return service_.in_flight().Drain(deadline); }
 
 void KvServer::Shutdown() { Shutdown(absl::Now() + options_.shutdown_grace); }
 

@@ -61,6 +61,9 @@ class KvServer {
   /// the calls in flight go on. Lets the HTTP API drain first while the
   /// probe still says NOT_SERVING rather than failing to connect.
   void BeginDrain();
+  /// Refuses new generation calls and waits until none is in flight or
+  /// `deadline` passes; true when none is left. The server goes on serving.
+  bool WaitForNoCalls(absl::Time deadline);
   /// Stops accepting calls, lets in-flight ones finish until `deadline`
   /// (default: the grace period from now), cancels the rest, and waits for
   /// all of them. Idempotent.

@@ -14,12 +14,12 @@
 #include <iostream>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "base/command_line.h"
 #include "client/auth_token.h"
 #include "client/bench/cold_warm.h"
 #include "client/bench/load_runner.h"
@@ -27,7 +27,7 @@
 #include "client/bench/server_scrape.h"
 #include "client/bench/summary.h"
 #include "client/bench/workload.h"
-#include "client/flag_names.h"
+#include "client/flag_groups.h"
 
 ABSL_FLAG(std::vector<std::string>, target, {"localhost:50051"},
           "Server address(es): HOST:PORT, comma-separated, or dns:///NAME:PORT (every "
@@ -342,7 +342,9 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "kvserve-bench --target HOST:PORT (--concurrency 1,2,4 | --rate R) (--requests N | "
       "--duration_s S) [--prompt_tokens N --output_tokens N] [--json_out F] [--plot_out F.png]");
-  std::vector<char*> args = kvserve::NormalizeFlagNames(argc, argv);
-  absl::ParseCommandLine(static_cast<int>(args.size()), args.data());
+  kvserve::CommandLineSpec spec;
+  spec.groups = kvserve::BenchFlagGroups();
+  spec.max_positional = 0;
+  kvserve::ParseCommandLine(argc, argv, spec);
   return kvserve::bench::Run();
 }

@@ -174,6 +174,15 @@ void Engine::Stop() {
   if (output_) output_->Stop();
 }
 
+void Engine::AbortAll(absl::Status status) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    abort_all_ = std::move(status);
+    wake_ = true;
+  }
+  cv_.notify_all();
+}
+
 void Engine::RequestStop(SeqId id) {
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -210,6 +219,7 @@ absl::Status Engine::Submit(Request request, std::shared_ptr<RequestSink> sink) 
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) return absl::UnavailableError("the server is shutting down");
+    if (!abort_all_.ok()) return abort_all_;
     const int limit = config_.max_num_seqs + config_.max_queued_requests;
     if (live_requests_.load() >= limit) {
       return absl::ResourceExhaustedError(absl::StrCat(
@@ -226,6 +236,7 @@ void Engine::Loop() {
   for (;;) {
     std::vector<std::unique_ptr<ActiveRequest>> submitted;
     std::vector<SeqId> stops;
+    absl::Status abort_all;
     {
       std::unique_lock<std::mutex> lock(mu_);
       auto ready = [&] {
@@ -245,9 +256,13 @@ void Engine::Loop() {
       wake_ = false;
       submitted.swap(submitted_);
       stops.swap(stop_requests_);
+      abort_all = abort_all_;
     }
     AdmitSubmitted(std::move(submitted));
     ApplyStops(stops);
+    if (!abort_all.ok()) {
+      while (!active_.empty()) Abort(*active_.begin()->second, abort_all);
+    }
     UpdatePauses();
     AbortCancelledAndExpired();
     if (scheduler_->HasRunnableWork()) Step();

@@ -57,6 +57,11 @@ class Engine {
   /// stop string matched): its blocks are freed and a StopApplied event goes
   /// to the output stage. No-op when the sequence has ended already.
   void RequestStop(SeqId id);
+  /// Ends every request in flight, queued or running, with `status` at the
+  /// engine thread's next iteration (their KV blocks freed), and refuses
+  /// later submissions with it. For shutdown once the drain grace has run out:
+  /// each client then hears why (docs/errors.md) rather than a bare cut.
+  void AbortAll(absl::Status status);
   /// Aborts every request with UNAVAILABLE, joins the engine thread, then
   /// lets the output stage deliver everything and joins it.
   void Stop();
@@ -125,6 +130,7 @@ class Engine {
   std::vector<std::unique_ptr<ActiveRequest>> submitted_;  // guarded by mu_
   bool stopping_ = false;                                  // guarded by mu_
   bool wake_ = false;                                      // guarded by mu_
+  absl::Status abort_all_;  // guarded by mu_; not OK: AbortAll was called with it
   std::vector<SeqId> stop_requests_;                       // guarded by mu_
   std::atomic<int> live_requests_{0};
   std::atomic<int> used_blocks_{0};

@@ -111,6 +111,7 @@ void HttpConnection::CloseNow() {
     service_.engine().Wake();
     EndCall("cancelled");
   }
+  ending_call_.reset();
   beast::error_code ignored;
   socket_.shutdown(net::ip::tcp::socket::shutdown_both, ignored);
   socket_.close(ignored);
@@ -249,6 +250,7 @@ void HttpConnection::Reply(const HttpReply& reply) {
 
 void HttpConnection::OnReplyWritten(beast::error_code ec) {
   DisarmTimer();
+  ending_call_.reset();
   if (ec) {
     CloseNow();
     return;
@@ -303,6 +305,8 @@ void HttpConnection::NextRequest() {
 void HttpConnection::BeginGeneration(StartedGeneration generation) {
   call_ = std::move(generation.call);
   builder_ = std::move(generation.builder);
+  access_ = std::move(generation.access);
+  start_ = generation.start;
   streaming_ = generation.stream;
   stream_ended_ = false;
   last_outcome_.clear();
@@ -347,6 +351,10 @@ void HttpConnection::OnCallEvents() {
       break;
     }
     if (event.output.finished()) last_outcome_ = FinishReasonLabel(event.output.finish_reason);
+    if (!event.output.token_ids.empty()) {
+      if (!access_.time_to_first_token) access_.time_to_first_token = absl::Now() - start_;
+      access_.output_tokens += static_cast<int64_t>(event.output.token_ids.size());
+    }
     builder_->Add(event.choice, event.output, sse);
     if (streaming_) {
       const int n = static_cast<int>(event.output.token_ids.size());
@@ -379,8 +387,10 @@ void HttpConnection::OnCallEvents() {
 }
 
 void HttpConnection::EndCall(const std::string& outcome) {
-  service_.RecordOutcome(outcome);
-  call_.reset();
+  access_.outcome = outcome;
+  access_.duration = absl::Now() - start_;
+  service_.RecordEnd(access_);
+  ending_call_ = std::move(call_);
 }
 
 void HttpConnection::AppendChunk(const std::string& data) {
@@ -405,6 +415,7 @@ void HttpConnection::WriteOut() {
     if (stream_ended_) {
       streaming_ = false;
       stream_ended_ = false;
+      ending_call_.reset();
       if (!keep_alive_) {
         LingerThenClose();
         return;

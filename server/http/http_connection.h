@@ -90,6 +90,12 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
 
   // The generation in progress.
   std::shared_ptr<GenerationCall> call_;  // null when none, or once it has ended
+  // The ended call, held until its reply's last byte is written (or the
+  // connection closes): shutdown waits for the calls held, so that a
+  // stream's final error event reaches the client before its connection closes.
+  std::shared_ptr<GenerationCall> ending_call_;
+  AccessRecord access_;  // the generation's access-log line so far
+  absl::Time start_;
   std::unique_ptr<OpenAiResponseBuilder> builder_;
   bool streaming_ = false;     // an SSE response is being written
   bool chunked_ = false;       // ... in chunked encoding (HTTP/1.1)

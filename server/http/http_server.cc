@@ -30,6 +30,11 @@ void RaiseOpenFileLimit() {
   }
 }
 
+std::chrono::steady_clock::time_point ToSteady(absl::Time deadline) {
+  return std::chrono::steady_clock::now() +
+         absl::ToChronoMilliseconds(std::max(absl::ZeroDuration(), deadline - absl::Now()));
+}
+
 }  // namespace
 
 class HttpServerImpl {
@@ -69,13 +74,16 @@ class HttpServerImpl {
     for (int i = 0; i < io_threads; ++i) threads_.emplace_back([this] { ioc_.run(); });
   }
 
+  bool WaitForNoCalls(absl::Time deadline) {
+    service_.BeginDrain();
+    return tracker_->WaitForNone(ToSteady(deadline));
+  }
+
   void Shutdown(absl::Time deadline) {
     if (shut_down_) return;
     shut_down_ = true;
     service_.BeginDrain();
-    const auto now = std::chrono::steady_clock::now();
-    tracker_->WaitForNone(now + absl::ToChronoMilliseconds(
-                                    std::max(absl::ZeroDuration(), deadline - absl::Now())));
+    tracker_->WaitForNone(ToSteady(deadline));
     net::post(acceptor_.get_executor(), [this] {
       boost::system::error_code ignored;
       acceptor_.close(ignored);
@@ -155,6 +163,7 @@ HttpServer::~HttpServer() { impl_->Shutdown(absl::Now()); }
 
 int HttpServer::port() const { return impl_->port(); }
 void HttpServer::BeginDrain() { impl_->BeginDrain(); }
+bool HttpServer::WaitForNoCalls(absl::Time deadline) { return impl_->WaitForNoCalls(deadline); }
 void HttpServer::Shutdown(absl::Time deadline) { impl_->Shutdown(deadline); }
 
 }  // namespace kvserve::http

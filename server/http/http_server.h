@@ -46,6 +46,10 @@ class HttpServer {
   int port() const;
   /// /health and new generations answer 503 from now on; streams go on.
   void BeginDrain();
+  /// Drains and waits until no generation is running or `deadline` passes;
+  /// true when none is left. A generation counts until its reply's last byte
+  /// is written. Connections stay open.
+  bool WaitForNoCalls(absl::Time deadline);
   /// Drains, waits until `deadline` for running generations, then closes
   /// every connection (their requests are cancelled and their KV blocks
   /// freed at the engine's next step) and stops the I/O threads. Idempotent.

@@ -63,8 +63,10 @@ OpenAiService::OpenAiService(Engine& engine, ChatAccess chat, ServerMetrics& met
       tracker_(std::move(tracker)),
       started_at_(absl::ToUnixSeconds(absl::Now())) {}
 
-HttpReply OpenAiService::Fail(const HttpError& error) {
-  RecordOutcome(OutcomeLabel(error));
+HttpReply OpenAiService::Fail(const HttpError& error, AccessRecord access, absl::Time start) {
+  access.outcome = OutcomeLabel(error);
+  access.duration = absl::Now() - start;
+  RecordEnd(access);
   return ErrorReply(error);
 }
 
@@ -122,12 +124,19 @@ HttpReply OpenAiService::Model(const std::string& id) const {
 std::variant<HttpReply, StartedGeneration> OpenAiService::Generate(Endpoint endpoint,
                                                                    const std::string& body,
                                                                    std::function<void()> notify) {
-  if (draining()) return Fail(ToHttpError(absl::UnavailableError("the server is shutting down")));
+  const absl::Time start = absl::Now();
+  AccessRecord access;
+  access.api = Api::kHttp;
+  access.route = endpoint == Endpoint::kChat ? "/v1/chat/completions" : "/v1/completions";
+  access.model = served_model_name_;
+  auto fail = [&](const HttpError& error) { return Fail(error, access, start); };
+  if (draining()) return fail(ToHttpError(absl::UnavailableError("the server is shutting down")));
   absl::StatusOr<OpenAiRequest> parsed = ParseOpenAiRequest(endpoint, body);
-  if (!parsed.ok()) return Fail(ToHttpError(parsed.status()));
+  if (!parsed.ok()) return fail(ToHttpError(parsed.status()));
   OpenAiRequest& r = *parsed;
+  access.stream = r.stream;
   if (!r.model.empty() && r.model != served_model_name_) {
-    return Fail(ModelNotFound(r.model, served_model_name_));
+    return fail(ModelNotFound(r.model, served_model_name_));
   }
   ApplyHttpSamplingDefaults(engine_.info().sampling_defaults, *r.generate.mutable_sampling());
   if (!r.unknown_fields.empty()) {
@@ -145,20 +154,22 @@ std::variant<HttpReply, StartedGeneration> OpenAiService::Generate(Endpoint endp
       // The conversation is at fault, also when the template refuses it
       // ("chat template: Unknown role: robot").
       if (error.code == absl::StatusCode::kInvalidArgument) error.param = "messages";
-      return Fail(error);
+      return fail(error);
     }
     *r.chat.mutable_sampling() = r.generate.sampling();
     *r.chat.mutable_stopping() = r.generate.stopping();
     generate = ToGenerateRequest(r.chat, *prompt, *chat_.formatter);
   }
   const std::string id = NewResponseId(chat ? "chatcmpl-" : "cmpl-");
+  access.request_id = id;
 
   // Every choice is converted and validated before any is submitted.
   std::vector<Request> requests;
   for (int i = 0; i < r.n; ++i) {
     absl::StatusOr<Request> request =
         ToEngineRequest(generate, engine_, absl::InfiniteFuture());
-    if (!request.ok()) return Fail(ToHttpError(request.status(), names));
+    if (!request.ok()) return fail(ToHttpError(request.status(), names));
+    access.prompt_tokens = static_cast<int64_t>(request->prompt.size());
     request->request_id = r.n == 1 ? id : absl::StrCat(id, "-", i);
     // Independent choices: each its own seed when the client fixed one.
     if (request->sampling.seed) *request->sampling.seed += i;
@@ -172,7 +183,7 @@ std::variant<HttpReply, StartedGeneration> OpenAiService::Generate(Endpoint endp
     } else if (engine_.tokenizer() != nullptr) {
       echo = engine_.tokenizer()->Decode(requests[0].prompt, /*skip_special_tokens=*/false);
     } else {
-      return Fail(ToHttpError(absl::InvalidArgumentError(
+      return fail(ToHttpError(absl::InvalidArgumentError(
           "echo of a token-id prompt needs a tokenizer, and this model has none")));
     }
   }
@@ -186,7 +197,7 @@ std::variant<HttpReply, StartedGeneration> OpenAiService::Generate(Endpoint endp
     if (!submitted.ok()) {
       call->Cancel();  // the choices already submitted end at the engine's next step
       engine_.Wake();
-      return Fail(ToHttpError(submitted, names));
+      return fail(ToHttpError(submitted, names));
     }
   }
   ResponseContext context;
@@ -201,7 +212,8 @@ std::variant<HttpReply, StartedGeneration> OpenAiService::Generate(Endpoint endp
   context.echo = std::move(echo);
   context.tokenizer = engine_.tokenizer();
   return StartedGeneration{std::move(call),
-                           std::make_unique<OpenAiResponseBuilder>(std::move(context)), r.stream};
+                           std::make_unique<OpenAiResponseBuilder>(std::move(context)), r.stream,
+                           std::move(access), start};
 }
 
 }  // namespace kvserve::http

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "engine/core/engine.h"
+#include "server/access_log.h"
 #include "server/auth/bearer_tokens.h"
 #include "server/chat_mapping.h"
 #include "server/http/cors_policy.h"
@@ -45,6 +46,10 @@ struct StartedGeneration {
   std::shared_ptr<GenerationCall> call;
   std::unique_ptr<OpenAiResponseBuilder> builder;
   bool stream = false;
+  /// Its access-log line so far (route, id, model, prompt tokens); the
+  /// connection adds the output and the end.
+  AccessRecord access;
+  absl::Time start;
 };
 
 class OpenAiService {
@@ -75,13 +80,14 @@ class OpenAiService {
   bool draining() const { return draining_.load(); }
 
   Engine& engine() { return engine_; }
-  void RecordOutcome(const std::string& outcome) { metrics_.RecordOutcome(outcome, Api::kHttp); }
-  /// An error reply, counted as the request's outcome.
-  HttpReply Fail(const HttpError& error);
+  /// Counts the generation's outcome and writes its access-log line.
+  void RecordEnd(const AccessRecord& access) { RecordRequestEnd(metrics_, access); }
 
  private:
   std::variant<HttpReply, StartedGeneration> Generate(Endpoint endpoint, const std::string& body,
                                                       std::function<void()> notify);
+  /// An error reply for a generation, counted and logged with `access` as its outcome.
+  HttpReply Fail(const HttpError& error, AccessRecord access, absl::Time start);
   HttpReply Models() const;
   HttpReply Model(const std::string& id) const;
   nlohmann::json ModelObject() const;

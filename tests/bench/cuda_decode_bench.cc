@@ -13,6 +13,13 @@
 // last token.
 //
 //   cuda_decode_bench [--batches=1,32] [--prompt=128] [--new_tokens=128] [--json=report.json]
+//                     [--fast_kernels=all|none|LIST] [--cuda_graphs] [--tune_gemms]
+//                     [--prefill=1x2048,8x2048]
+//
+// --fast_kernels=none next to the default measures what the fast kernels
+// (docs/cuda.md) buy on the whole step; the report names any kernel the
+// start-up check replaced by its reference.
+#include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -26,22 +33,38 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "engine/core/engine.h"
 #include "engine/loading/default_model.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/device_info.h"
+#include "kernels/cuda/fast_kernels.h"
 #include "nlohmann/json.hpp"
 #include "prometheus/registry.h"
+#include "tests/bench/cuda_bench_util.h"
 #include "tests/bench/decode_bench_util.h"
 #include "tools/model_presets.h"
 
-ABSL_FLAG(std::string, batches, "1,32", "Batch sizes to measure, comma separated.");
+ABSL_FLAG(std::string, batches, "1,32",
+          "Batch sizes to measure, comma separated; empty: no decode run (--prefill only).");
 ABSL_FLAG(int, prompt, 128, "Prompt tokens per request.");
 ABSL_FLAG(int, new_tokens, 128, "Generated tokens per request.");
 ABSL_FLAG(std::string, json, "", "Write the results here as JSON.");
 ABSL_FLAG(std::string, dtype, "bfloat16", "Compute dtype of the CUDA backend.");
+ABSL_FLAG(std::string, fast_kernels, "all",
+          "The server's --cuda_fast_kernels: all, none, or a list of kernel names.");
+ABSL_FLAG(bool, cuda_graphs, true, "The server's --cuda_graphs (on by default there too).");
+ABSL_FLAG(bool, tune_gemms, true, "The server's --cuda_tune_gemms.");
+ABSL_FLAG(std::string, prefill, "",
+          "Also time the prefill of BATCHxTOKENS prompts (e.g. 1x2048,8x2048): TTFT of one "
+          "new token, the whole prompt in one step where --max_batched_tokens allows.");
+ABSL_FLAG(int, max_batched_tokens, 16384, "The engine's --max_num_batched_tokens.");
+ABSL_FLAG(bool, profile, false,
+          "Bracket only the measured runs (not the load, the GEMM tuning or the warm-ups) with "
+          "cudaProfilerStart/Stop, for `ncu --profile-from-start off` "
+          "(deploy/gpu_profile_table.py reads its CSV).");
 
 namespace kvserve {
 namespace {
@@ -54,40 +77,14 @@ ModelConfig Llama32_1B() {
   return c;
 }
 
-// Median device-to-device copy bandwidth (bytes read + written per second)
-// over 1 GiB buffers.
-double MeasureCopyBandwidth() {
-  constexpr size_t kBytes = size_t(1) << 30;
-  void *a = nullptr, *b = nullptr;
-  if (cudaMalloc(&a, kBytes) != cudaSuccess || cudaMalloc(&b, kBytes) != cudaSuccess) return 0;
-  cudaMemset(a, 1, kBytes);
-  cudaEvent_t start, stop;
-  cudaEventCreate(&start);
-  cudaEventCreate(&stop);
-  std::vector<float> ms;
-  for (int i = 0; i < 13; ++i) {
-    cudaEventRecord(start);
-    cudaMemcpyAsync(b, a, kBytes, cudaMemcpyDeviceToDevice);
-    cudaEventRecord(stop);
-    cudaEventSynchronize(stop);
-    float t = 0;
-    cudaEventElapsedTime(&t, start, stop);
-    if (i >= 3) ms.push_back(t);  // the first runs warm up
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  cudaFree(a);
-  cudaFree(b);
-  std::sort(ms.begin(), ms.end());
-  return 2.0 * kBytes / (ms[ms.size() / 2] * 1e-3);
-}
-
 int Run() {
   if (cuda::DeviceCount() == 0) {
     std::fprintf(stderr, "cuda_decode_bench: %s\n", cuda::DescribeDevice().c_str());
     return 2;
   }
-  auto batches = bench::ParseBatches(absl::GetFlag(FLAGS_batches));
+  // --batches= (empty): prefill only (--prefill), e.g. for a profile of it alone.
+  const std::string batch_list = absl::GetFlag(FLAGS_batches);
+  auto batches = batch_list.empty() ? std::vector<int>{} : bench::ParseBatches(batch_list);
   if (!batches.ok()) {
     std::fprintf(stderr, "%s\n", std::string(batches.status().message()).c_str());
     return 2;
@@ -98,15 +95,36 @@ int Run() {
     return 2;
   }
   const int prompt_len = absl::GetFlag(FLAGS_prompt), new_tokens = absl::GetFlag(FLAGS_new_tokens);
-  const int max_batch = *std::max_element(batches->begin(), batches->end());
+  const int max_batch =
+      batches->empty() ? 1 : *std::max_element(batches->begin(), batches->end());
 
-  const double copy_bw = MeasureCopyBandwidth();
+  const double copy_bw = bench::MeasureCopyBandwidth();
   const ModelConfig config = Llama32_1B();
   const double weight_bytes = double(bench::WeightParams(config)) * DTypeSize(*dtype);
   const double ceiling_ms = copy_bw > 0 ? weight_bytes / copy_bw * 1e3 : 0;
 
+  auto fast = cuda::FastKernels::Parse(absl::GetFlag(FLAGS_fast_kernels));
+  if (!fast.ok()) {
+    std::fprintf(stderr, "--fast_kernels: %s\n", std::string(fast.status().message()).c_str());
+    return 2;
+  }
+  std::vector<std::pair<int, int>> prefills;  // (batch, tokens)
+  for (absl::string_view item :
+       absl::StrSplit(absl::GetFlag(FLAGS_prefill), ',', absl::SkipWhitespace())) {
+    std::pair<absl::string_view, absl::string_view> bt = absl::StrSplit(item, 'x');
+    int b = 0, t = 0;
+    if (!absl::SimpleAtoi(bt.first, &b) || !absl::SimpleAtoi(bt.second, &t) || b < 1 || t < 1) {
+      std::fprintf(stderr, "--prefill: BATCHxTOKENS items (1x2048,8x2048), not \"%s\"\n",
+                   std::string(item).c_str());
+      return 2;
+    }
+    prefills.emplace_back(b, t);
+  }
   cuda::CudaBackendOptions options;
   options.dtype = *dtype;
+  options.fast_kernels = *fast;
+  options.graphs = absl::GetFlag(FLAGS_cuda_graphs);
+  options.tune_gemms = absl::GetFlag(FLAGS_tune_gemms);
   auto backend = cuda::CudaBackend::Create(options);
   if (!backend.ok()) {
     std::fprintf(stderr, "%s\n", backend.status().ToString().c_str());
@@ -114,8 +132,10 @@ int Run() {
   }
   const std::string device = (*backend)->device_name();
   EngineConfig ec;
-  ec.max_num_seqs = std::max(max_batch, 1);
-  ec.max_num_batched_tokens = std::max(4096, max_batch);
+  int max_prefill_batch = 1;
+  for (auto [b, t] : prefills) max_prefill_batch = std::max(max_prefill_batch, b);
+  ec.max_num_seqs = std::max(max_batch, max_prefill_batch);
+  ec.max_num_batched_tokens = std::max(absl::GetFlag(FLAGS_max_batched_tokens), max_batch);
   ModelSource source;
   source.name = "llama-3.2-1b-shaped-random";
   source.config = config;
@@ -139,8 +159,18 @@ int Run() {
   report["copy_bandwidth_gb_s"] = copy_bw / 1e9;
   report["roofline_ms_per_step"] = ceiling_ms;
   report["load_s"] = load_s;
-  std::printf("device %s; weights %.2f GB %s (loaded in %.1f s)\n", device.c_str(),
-              weight_bytes / 1e9, std::string(DTypeName(*dtype)).c_str(), load_s);
+  report["fast_kernels"] = fast->ToString();
+  report["cuda_graphs"] = options.graphs;
+  report["tune_gemms"] = options.tune_gemms;
+  const std::vector<std::string> fallbacks = (*engine)->info().kernel_fallbacks;
+  report["kernel_fallbacks"] = fallbacks;
+  std::printf("device %s; weights %.2f GB %s (loaded in %.1f s); fast kernels %s; graphs %s\n",
+              device.c_str(), weight_bytes / 1e9, std::string(DTypeName(*dtype)).c_str(), load_s,
+              fast->ToString().c_str(), options.graphs ? "on" : "off");
+  if (!fallbacks.empty()) {
+    std::printf("!! the start-up check replaced these fast kernels by their reference: %s\n",
+                absl::StrJoin(fallbacks, ", ").c_str());
+  }
   std::printf("device-to-device copy %.0f GB/s -> roofline %.3f ms/step\n", copy_bw / 1e9, ceiling_ms);
   for (int batch : *batches) {
     // Warm-up at this batch size: cuBLASLt plans for these shapes, first launches.
@@ -148,7 +178,9 @@ int Run() {
       std::fprintf(stderr, "warm-up: %s\n", warm.status().ToString().c_str());
       return 1;
     }
+    if (absl::GetFlag(FLAGS_profile)) cudaProfilerStart();
     auto r = bench::MeasureDecode(**engine, batch, prompt_len, new_tokens, rng);
+    if (absl::GetFlag(FLAGS_profile)) cudaProfilerStop();
     if (!r.ok()) {
       std::fprintf(stderr, "batch %d: %s\n", batch, r.status().ToString().c_str());
       return 1;
@@ -165,6 +197,24 @@ int Run() {
                                  {"ttft_ms", r->ttft_ms},
                                  {"roofline_tokens_per_s", ceiling_tps},
                                  {"roofline_over_measured", ratio}});
+  }
+  for (auto [batch, tokens] : prefills) {
+    // TTFT of one new token each: the prefill (in max_batched_tokens chunks)
+    // and one sampling step. The first run warms the prefill shapes up.
+    bench::DecodeResult r;
+    for (int run = 0; run < 2; ++run) {
+      if (run == 1 && absl::GetFlag(FLAGS_profile)) cudaProfilerStart();
+      auto m = bench::MeasureDecode(**engine, batch, tokens, 1, rng);
+      if (run == 1 && absl::GetFlag(FLAGS_profile)) cudaProfilerStop();
+      if (!m.ok()) {
+        std::fprintf(stderr, "prefill %dx%d: %s\n", batch, tokens, m.status().ToString().c_str());
+        return 1;
+      }
+      r = *m;
+    }
+    std::printf("prefill %d x %d tokens: TTFT %.2f ms (%.0f prompt tokens/s)\n", batch, tokens,
+                r.ttft_ms, batch * tokens / (r.ttft_ms * 1e-3));
+    report["prefills"].push_back({{"batch", batch}, {"tokens", tokens}, {"ttft_ms", r.ttft_ms}});
   }
   if (const std::string path = absl::GetFlag(FLAGS_json); !path.empty()) {
     std::ofstream(path) << report.dump(2) << "\n";
