@@ -30,8 +30,9 @@ bool IsOwnFlag(const absl::CommandLineFlag& flag) {
 
 std::string TypeLabel(const absl::CommandLineFlag& flag) {
   if (flag.IsOfType<bool>()) return "";
+  // std::optional<int>: an INT that may be left unset (kvserve-cli --max_tokens).
   if (flag.IsOfType<int>() || flag.IsOfType<int64_t>() || flag.IsOfType<uint64_t>() ||
-      flag.IsOfType<uint32_t>()) {
+      flag.IsOfType<uint32_t>() || flag.IsOfType<std::optional<int>>()) {
     return "INT";
   }
   if (flag.IsOfType<double>() || flag.IsOfType<float>()) return "NUMBER";
