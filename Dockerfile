@@ -40,16 +40,24 @@ FROM deps AS build
 ARG KVSERVE_CUDA
 ARG CUDA_ARCHITECTURES
 # CUDA 13.0 from PyPI wheels, one release, pinned. They unpack into
-# nvidia/cu13/ with a toolkit's layout (bin/nvcc, include, lib, nvvm).
+# nvidia/cu13/ with most of a toolkit's layout (bin/nvcc, include, lib, nvvm);
+# nvcc.profile also looks in lib64/ and targets/x86_64-linux/, and CMake's
+# FindCUDAToolkit for the unversioned libcudart.so etc.: links for those.
 RUN --mount=type=secret,id=ca \
     if [ "$KVSERVE_CUDA" != ON ]; then exit 0; fi \
  && if [ -s /run/secrets/ca ]; then export PIP_CERT=/run/secrets/ca; fi \
  && python3 -m pip install --no-cache-dir --no-deps --disable-pip-version-check \
       --target /opt/cuda-wheels \
       nvidia-cuda-nvcc==13.0.88 nvidia-cuda-crt==13.0.88 nvidia-nvvm==13.0.88 \
-      nvidia-cuda-runtime==13.0.96 nvidia-cuda-cccl==13.0.85 nvidia-nvtx==13.0.85 \
+      nvidia-cuda-runtime==13.0.96 nvidia-cuda-cccl==13.0.85 \
       nvidia-cublas==13.1.0.3 \
  && ln -s /opt/cuda-wheels/nvidia/cu13 /opt/cuda \
+ && ln -sfn lib /opt/cuda/lib64 && mkdir -p /opt/cuda/targets/x86_64-linux \
+ && ln -sfn ../../include /opt/cuda/targets/x86_64-linux/include \
+ && ln -sfn ../../lib /opt/cuda/targets/x86_64-linux/lib \
+ && for lib in /opt/cuda/lib/lib*.so.*; do \
+      [ -e "${lib%%.so.*}.so" ] || ln -s "${lib##*/}" "${lib%%.so.*}.so"; \
+    done \
  && /opt/cuda/bin/nvcc --version | tail -1
 COPY . /src
 # ccache in a cache mount: a rebuild after a source change recompiles only
@@ -63,7 +71,7 @@ RUN --mount=type=cache,target=/root/.ccache \
       -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache \
       -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache \
  && cmake --build /build --target kvserve kvserve-cli \
- && ccache --show-stats | grep -E 'Hits|Misses' || true
+ && { ccache --show-stats | grep -E '^(Hits|Misses)|hit|miss' || true; }
 RUN install -D -m 755 /build/server/kvserve /opt/kvserve/bin/kvserve \
  && install -D -m 755 /build/client/kvserve-cli /opt/kvserve/bin/kvserve-cli \
  && strip /opt/kvserve/bin/* \
