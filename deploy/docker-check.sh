@@ -208,6 +208,27 @@ echo "exit code $code after ${took} s"
 [ "$took" -lt 30 ] || fail "a missing model took ${took} s to fail"
 echo "$out" | grep -q 'missing.gguf' || fail "the error does not name the path"
 
+# ---- the CUDA image cannot use a GPU here, but it must start: every library
+# it links is in it, and --device auto falls back to the CPU without a driver.
+if [ "$CUDA" = 1 ]; then
+  step "docker run kvserve:cuda (no GPU here: --device auto, built-in model)"
+  cleanup
+  $DOCKER run -d --name "$NAME" --network "$NET" kvserve:cuda >/dev/null
+  for _ in $(seq 120); do
+    [ "$(health)" = healthy ] && break
+    [ "$($DOCKER inspect -f '{{.State.Running}}' "$NAME")" = true ] ||
+      { $DOCKER logs "$NAME" >&2; fail "kvserve:cuda exited"; }
+    sleep 1
+  done
+  [ "$(health)" = healthy ] || { $DOCKER logs "$NAME" >&2; fail "kvserve:cuda not healthy: $(health)"; }
+  $DOCKER logs "$NAME" 2>&1 | grep -i -m3 -E 'device|cuda|backend' || true
+  $DOCKER stop "$NAME" >/dev/null
+  code=$($DOCKER inspect -f '{{.State.ExitCode}}' "$NAME")
+  $DOCKER rm "$NAME" >/dev/null
+  echo "kvserve:cuda: healthy, stopped with exit code $code"
+  [ "$code" = 0 ] || fail "kvserve:cuda exit code $code after docker stop"
+fi
+
 # ---- deploy/compose.yaml: kvserve (the CPU image) and Prometheus (built from
 # Debian's package), on free host ports; Prometheus must scrape kvserve.
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
