@@ -166,7 +166,13 @@ echo "$out"
 [ -n "${out//[[:space:]]/}" ] || fail "chat returned no text"
 
 step "curl /v1/chat/completions"
-body='{"model":"kvserve","messages":[{"role":"user","content":"Name a color."}],"max_tokens":12}'
+model_id() {  # BASE_URL: the id the server lists in /v1/models
+  curl -fsS --max-time 10 "$1/v1/models" |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["data"][0]["id"])'
+}
+model=$(model_id "http://$IP:8000") || fail "/v1/models"
+echo "model: $model"
+body='{"model":"'"$model"'","messages":[{"role":"user","content":"Name a color."}],"max_tokens":12}'
 out=$(curl -fsS --max-time 60 -H 'Content-Type: application/json' -d "$body" \
       http://$IP:8000/v1/chat/completions) || fail "chat completion"
 echo "$out"
@@ -251,8 +257,9 @@ if [ "$COMPOSE" = 1 ]; then
   [ "$($DOCKER inspect -f '{{.State.Health.Status}}' "$kv")" = healthy ] ||
     { dc logs --tail 20 >&2; fail "compose: kvserve not healthy"; }
   echo "compose: kvserve healthy"
+  model=$(model_id "http://127.0.0.1:$KVSERVE_HTTP_PORT") || fail "compose: /v1/models"
   curl -fsS --max-time 60 -H 'Content-Type: application/json' \
-    -d '{"model":"kvserve","prompt":"Hello","max_tokens":4}' \
+    -d '{"model":"'"$model"'","prompt":"Hello","max_tokens":4}' \
     "http://127.0.0.1:$KVSERVE_HTTP_PORT/v1/completions" >/dev/null ||
     fail "compose: /v1/completions through the published port"
   query="http://127.0.0.1:$PROMETHEUS_PORT/api/v1/query?query=kvserve_generation_tokens_total"
