@@ -1,13 +1,27 @@
 #!/usr/bin/env bash
-# Installs the Debian bookworm packages kvserve needs to build, test and run.
-# Idempotent: packages already present are skipped, and apt is not touched at
-# all when nothing is missing. CUDA is not installed here: it is expected at
-# /usr/local/cuda (build machines) or comes with the CUDA base image (Docker).
+# Installs the packages kvserve needs to build, test and run, on Debian
+# bookworm (the tested system) or Ubuntu 24.04 (read from /etc/os-release:
+# the few names that differ there). Idempotent: packages already present are
+# skipped, and apt is not touched at all when nothing is missing. CUDA is not
+# installed here: it is expected at /usr/local/cuda (build machines) or comes
+# from PyPI wheels in the Dockerfile.
 #
 #   deploy/install-deps.sh            build + test packages (default)
+#   deploy/install-deps.sh --build    build packages only (the Dockerfile's build stage)
 #   deploy/install-deps.sh --print    print the package list and exit
-#   deploy/install-deps.sh --runtime  print only the run-time libraries (Docker)
+#   deploy/install-deps.sh --runtime  print only the run-time libraries
 set -euo pipefail
+
+# ID and VERSION_ID of the system (os-release(5)); Debian when unreadable.
+OS_ID=debian
+OS_VERSION_ID=12
+OS_RELEASE=${OS_RELEASE:-/etc/os-release}  # overridable for the test of this mapping
+if [ -r "$OS_RELEASE" ]; then
+  OS_ID=$(. "$OS_RELEASE" && echo "${ID:-debian}")
+  OS_VERSION_ID=$(. "$OS_RELEASE" && echo "${VERSION_ID:-}")
+fi
+UBUNTU_2404=0
+if [ "$OS_ID" = ubuntu ] && [ "$OS_VERSION_ID" = 24.04 ]; then UBUNTU_2404=1; fi
 
 # Build toolchain and libraries (DESIGN.md, "Build and dependencies").
 BUILD_PACKAGES=(
@@ -23,6 +37,7 @@ BUILD_PACKAGES=(
   libedit-dev
   libicu-dev
   libboost1.81-dev
+  python3 python3-pip ca-certificates  # CMake's Python3, and pip for the CUDA wheels (Docker)
 )
 # Tests and tools: the Python client example/test, the load generator's plot,
 # a virtualenv with PyPI's `tokenizers` for the tokenizer differential test,
@@ -35,21 +50,35 @@ TEST_PACKAGES=(
   python3-h2
   clang libclang-rt-dev
 )
-# What the installed server binary links at run time (used by the Dockerfile).
+# What the installed server binary links at run time. The Dockerfile does not
+# use this list: it copies the linked libraries (deploy/collect-libs.sh).
 RUNTIME_PACKAGES=(
   libgrpc++1.51 libgrpc29 libprotobuf32 libabsl20220623 libopenblas0-pthread
   libpcre2-8-0 libprometheus-cpp-core1.0 libcpp-httplib0.11 libedit2 libicu72
 )
 
+# Ubuntu 24.04 (noble) packages Boost 1.74 and 1.83, not 1.81, and renamed the
+# libraries that changed ABI for 64-bit time_t (the t64 suffix). Not tested
+# here (no Ubuntu mirror is reachable from the build machines).
+if [ "$UBUNTU_2404" = 1 ]; then
+  BUILD_PACKAGES=("${BUILD_PACKAGES[@]/#libboost1.81-dev/libboost1.83-dev}")
+  RUNTIME_PACKAGES=(
+    libgrpc++1.51t64 libgrpc29t64 libprotobuf32t64 libabsl20220623t64 libopenblas0-pthread
+    libpcre2-8-0 libprometheus-cpp-core1.0 libcpp-httplib0.14t64 libedit2 libicu74
+  )
+fi
+
+WANTED=("${BUILD_PACKAGES[@]}" "${TEST_PACKAGES[@]}")
 case "${1:-}" in
-  --print) echo "${BUILD_PACKAGES[@]} ${TEST_PACKAGES[@]}"; exit 0 ;;
+  --print) echo "${WANTED[@]}"; exit 0 ;;
   --runtime) echo "${RUNTIME_PACKAGES[@]}"; exit 0 ;;
+  --build) WANTED=("${BUILD_PACKAGES[@]}") ;;
   "") ;;
-  *) echo "usage: $0 [--print|--runtime]" >&2; exit 2 ;;
+  *) echo "usage: $0 [--build|--print|--runtime]" >&2; exit 2 ;;
 esac
 
 missing=()
-for pkg in "${BUILD_PACKAGES[@]}" "${TEST_PACKAGES[@]}"; do
+for pkg in "${WANTED[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
     missing+=("$pkg")
   fi

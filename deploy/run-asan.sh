@@ -42,11 +42,12 @@ cd "$BUILD_DIR"
 # - soak_test: it asserts RSS stays within 10% (the same quarantine), and
 #   its 2 minutes of load would take several under ASan; the main stage runs it;
 # - kubernetes_manifests_test, compose_manifests_test: YAML/JSON schema checks
-#   in a PyPI venv, no C++ of ours;
+#   in a PyPI venv, no C++ of ours; dockerfile_test: the Dockerfiles' text
+#   (it runs the binaries only for --helpfull);
 # - cuda_smoke_test: a stub without CUDA.
 status=0
 ctest -j"$(nproc)" --output-on-failure --timeout 1800 \
-  -E '_NOT_BUILT|venv_setup|tokenizer_diff_test|gguf_diff_test|gguf_reference_test|^openai_|rapid_reset_test|soak_test|kubernetes_manifests_test|compose_manifests_test|CudaSmoke' \
+  -E '_NOT_BUILT|venv_setup|tokenizer_diff_test|gguf_diff_test|gguf_reference_test|^openai_|rapid_reset_test|soak_test|kubernetes_manifests_test|compose_manifests_test|dockerfile_test|CudaSmoke' \
   "$@" || status=$?
 
 if compgen -G "$LOG_DIR/*" >/dev/null; then

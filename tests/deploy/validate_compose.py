@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """deploy/compose.yaml and what it mounts, checked offline:
 
-- compose.yaml against the compose specification's JSON schema (from the
-  docker-compose 1.29.2 wheel, tests/tools/setup_deploy_venv.sh), and with
-  `docker compose config` where the compose plugin exists (not on the build
-  machines: skipped there);
-- the GPU reservation, the flags (they exist in the real binary), the ports
-  (the image's), the stop grace period (longer than the drain), the files it
-  mounts exist;
+- compose.yaml and compose.gpu.yaml against the compose specification's
+  JSON schema (from the docker-compose 1.29.2 wheel,
+  tests/tools/setup_deploy_venv.sh), and with `docker compose config` where
+  the compose plugin exists (not on the build machines: skipped there;
+  deploy/docker-check.sh --compose runs the file with docker-compose 1.29);
+- the GPU reservation (compose.gpu.yaml), the flags (they exist in the real
+  binary), the ports (the image's), the stop grace period (longer than the
+  drain), the files it mounts and the Prometheus build context exist;
 - prometheus.yml by structure (Debian's prometheus package, for promtool, is
   96 MB installed: not worth it for one file), or with `promtool check
   config` where promtool exists;
@@ -30,6 +31,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from deploy_files import DEPLOY, entrypoint_flag, flag_name, kvserve_flags, load_yaml  # noqa: E402
 
 COMPOSE = os.path.join(DEPLOY, "compose.yaml")
+COMPOSE_GPU = os.path.join(DEPLOY, "compose.gpu.yaml")
 PROMETHEUS = os.path.join(DEPLOY, "prometheus", "prometheus.yml")
 GRAFANA = os.path.join(DEPLOY, "grafana")
 DASHBOARD = os.path.join(GRAFANA, "kvserve-dashboard.json")
@@ -47,9 +49,10 @@ class ComposeTest(unittest.TestCase):
     def setUpClass(cls):
         cls.compose = load_yaml(COMPOSE)
         cls.kvserve = cls.compose["services"]["kvserve"]
+        cls.gpu = load_yaml(COMPOSE_GPU)["services"]["kvserve"]
 
-    def arg(self, name):
-        for a in self.kvserve["command"]:
+    def arg(self, name, service=None):
+        for a in (service or self.kvserve)["command"]:
             if flag_name(a) == name:
                 return a.split("=", 1)[1]
         return None
@@ -58,8 +61,9 @@ class ComposeTest(unittest.TestCase):
         with open(os.environ["KVSERVE_COMPOSE_SCHEMA"]) as f:
             schema = json.load(f)
         validator = jsonschema.Draft201909Validator(schema)
-        errors = [f"{e.json_path}: {e.message}" for e in validator.iter_errors(self.compose)]
-        self.assertEqual(errors, [])
+        for path in (COMPOSE, COMPOSE_GPU):
+            errors = [f"{e.json_path}: {e.message}" for e in validator.iter_errors(load_yaml(path))]
+            self.assertEqual(errors, [], path)
         # And the schema does catch a misspelt key.
         bad = json.loads(json.dumps(self.compose))
         bad["services"]["kvserve"]["stop_grace_periods"] = "1s"
@@ -70,26 +74,33 @@ class ComposeTest(unittest.TestCase):
         if not docker or subprocess.run([docker, "compose", "version"], capture_output=True,
                                         timeout=60).returncode != 0:
             self.skipTest("no `docker compose` here: checked against the schema only")
-        out = subprocess.run([docker, "compose", "-f", COMPOSE, "config", "--quiet"],
+        out = subprocess.run([docker, "compose", "-f", COMPOSE, "-f", COMPOSE_GPU, "config",
+                              "--quiet"],
                              capture_output=True, text=True, timeout=120)
         self.assertEqual(out.returncode, 0, out.stderr)
 
-    def test_reserves_one_gpu(self):
-        devices = self.kvserve["deploy"]["resources"]["reservations"]["devices"]
+    def test_gpu_override_reserves_one_gpu(self):
+        devices = self.gpu["deploy"]["resources"]["reservations"]["devices"]
         self.assertEqual(len(devices), 1)
         self.assertEqual(devices[0]["driver"], "nvidia")
         self.assertEqual(devices[0]["count"], 1)
         self.assertIn("gpu", devices[0]["capabilities"])
-        self.assertEqual(self.arg("device"), "cuda")
+        self.assertEqual(self.arg("device", self.gpu), "cuda")
+        # The base file runs anywhere (the CPU check of deploy/docker-check.sh).
+        self.assertNotIn("deploy", self.kvserve)
+        # The override's command replaces the base one: it keeps its settings.
+        for name in ("model", "shutdown_grace_s", "http_port"):
+            self.assertEqual(self.arg(name, self.gpu), self.arg(name), name)
 
     def test_every_flag_exists_in_the_binary(self):
         known = kvserve_flags()
         self.assertIn("model", known)
-        for a in self.kvserve["command"]:
-            self.assertIn(flag_name(a), known, f"compose.yaml passes {a}")
+        for service in (self.kvserve, self.gpu):
+            for a in service["command"]:
+                self.assertIn(flag_name(a), known, f"compose passes {a}")
 
     def test_ports_and_grace(self):
-        published = {int(p.split(":")[1]) for p in self.kvserve["ports"]}
+        published = {int(p.rsplit(":", 1)[1]) for p in self.kvserve["ports"]}
         self.assertEqual(published, {int(entrypoint_flag("port")),
                                      int(entrypoint_flag("metrics_port")),
                                      int(self.arg("http_port"))})
@@ -103,6 +114,10 @@ class ComposeTest(unittest.TestCase):
             for volume in self.compose["services"][name]["volumes"]:
                 source = volume.split(":")[0]
                 self.assertTrue(os.path.exists(os.path.join(DEPLOY, source)), source)
+        context = self.compose["services"]["prometheus"]["build"]["context"]
+        self.assertTrue(os.path.isfile(os.path.join(DEPLOY, context, "Dockerfile")))
+        self.assertTrue(os.path.isfile(os.path.join(DEPLOY, self.kvserve["build"]["context"],
+                                                    self.kvserve["build"]["dockerfile"])))
 
 
 class PrometheusConfigTest(unittest.TestCase):
