@@ -25,10 +25,18 @@ else
   echo "== no network: serving the built-in model instead (random weights: its text is noise)"
 fi
 
-"$BUILD_DIR"/server/kvserve "${MODEL_FLAGS[@]}" --port "$PORT" --host 127.0.0.1 --metrics_port 0 &
+# The server's log (stderr: start-up, one access line per request, stats)
+# goes to a file and is shown at the end, so that it does not interleave
+# with the streamed answer.
+SERVER_LOG=$(mktemp -t kvserve-demo.XXXXXX.log)
+"$BUILD_DIR"/server/kvserve "${MODEL_FLAGS[@]}" --port "$PORT" --host 127.0.0.1 --metrics_port 0 \
+  2>"$SERVER_LOG" &
 SERVER=$!
-trap 'kill $SERVER 2>/dev/null || true' EXIT
-"$BUILD_DIR"/client/kvserve-cli --target 127.0.0.1:"$PORT" --timeout-s 120 health >/dev/null
+trap 'kill $SERVER 2>/dev/null || true; cat "$SERVER_LOG"' EXIT
+if ! "$BUILD_DIR"/client/kvserve-cli --target 127.0.0.1:"$PORT" --timeout-s 120 health >/dev/null; then
+  echo "== the server did not come up; its log:"
+  exit 1
+fi
 
 if [ ${#MODEL_FLAGS[@]} -gt 0 ]; then
   echo "== kvserve-cli chat --message \"$QUESTION\""
@@ -43,4 +51,6 @@ fi
 kill -TERM $SERVER
 wait $SERVER
 trap - EXIT
+echo "== server log ($SERVER_LOG):"
+cat "$SERVER_LOG"
 echo "== server stopped cleanly"
