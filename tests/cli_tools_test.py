@@ -26,6 +26,7 @@ import select
 import signal
 import socket
 import subprocess
+import termios
 import time
 import unittest
 
@@ -79,6 +80,21 @@ class Terminal:
 
     def send(self, data):
         os.write(self.fd, data)
+
+    def send_eof(self, timeout=10):
+        """Ctrl-D once the line editor reads keys one by one. libedit prints
+        its prompt before it leaves canonical mode; a Ctrl-D that reaches
+        the terminal in that window is turned by Linux's line discipline
+        into its end-of-line marker, which the editor then reads as a NUL
+        byte (not as end of input). A person cannot type within that
+        window (~0.1 ms); a test can, so it waits for the mode (the
+        master's termios are the slave's)."""
+        deadline = time.monotonic() + timeout
+        while termios.tcgetattr(self.fd)[3] & termios.ICANON:
+            if time.monotonic() > deadline:
+                raise AssertionError("kvserve-cli never left canonical mode to read a key")
+            time.sleep(0.01)
+        os.write(self.fd, b"\x04")
 
     def wait(self, timeout=10):
         deadline = time.monotonic() + timeout
@@ -169,7 +185,7 @@ class CliToolsTest(unittest.TestCase):
         term.send(b"\x03")
         term.read_until(rb"Ctrl-D or /exit quits")
         term.read_until(PROMPT)
-        term.send(b"\x04")
+        term.send_eof()
         self.assertEqual(term.wait(), 0)
 
     def test_help_and_unknown_commands_are_not_sent(self):
@@ -201,7 +217,7 @@ class CliToolsTest(unittest.TestCase):
         # One turn holding the three lines (byte tokens: one per character).
         self.assertEqual(pasted - single, len("\nsecond line\nthird line"))
         term.read_until(PROMPT)
-        term.send(b"\x04")
+        term.send_eof()
         self.assertEqual(term.wait(), 0)
         self.assertEqual(term.out.count(b"assistant> "), 2, term.out)
         self.assertTrue(term.out.endswith(b"\n"), term.out[-40:])
