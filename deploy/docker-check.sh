@@ -144,13 +144,19 @@ $DOCKER run -d --name "$NAME" --network "$NET" kvserve:cpu >/dev/null
 IP=$($DOCKER inspect -f '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}' "$NAME")
 echo "container $NAME at $IP"
 health() { $DOCKER inspect -f '{{.State.Health.Status}}' "$NAME" 2>/dev/null || echo gone; }
-for _ in $(seq 120); do
-  [ "$(health)" = healthy ] && break
-  [ "$($DOCKER inspect -f '{{.State.Running}}' "$NAME")" = true ] ||
-    { $DOCKER logs "$NAME" >&2; fail "the container exited"; }
-  sleep 1
-done
-[ "$(health)" = healthy ] || { $DOCKER logs "$NAME" >&2; fail "not healthy after 120 s: $(health)"; }
+# wait_healthy WHAT: up to 120 s for container $NAME to report healthy; its
+# log and a failure if it exits or never gets there.
+wait_healthy() {
+  for _ in $(seq 120); do
+    [ "$(health)" = healthy ] && return 0
+    [ "$($DOCKER inspect -f '{{.State.Running}}' "$NAME")" = true ] ||
+      { $DOCKER logs "$NAME" >&2; fail "$1 exited"; }
+    sleep 1
+  done
+  $DOCKER logs "$NAME" >&2
+  fail "$1 not healthy after 120 s: $(health)"
+}
+wait_healthy "the container"
 echo "container: healthy (HEALTHCHECK: kvserve-cli health)"
 
 # The client runs in the image too: the host needs nothing but Docker.
@@ -220,13 +226,7 @@ if [ "$CUDA" = 1 ]; then
   step "docker run kvserve:cuda (no GPU here: --device auto, built-in model)"
   cleanup
   $DOCKER run -d --name "$NAME" --network "$NET" kvserve:cuda >/dev/null
-  for _ in $(seq 120); do
-    [ "$(health)" = healthy ] && break
-    [ "$($DOCKER inspect -f '{{.State.Running}}' "$NAME")" = true ] ||
-      { $DOCKER logs "$NAME" >&2; fail "kvserve:cuda exited"; }
-    sleep 1
-  done
-  [ "$(health)" = healthy ] || { $DOCKER logs "$NAME" >&2; fail "kvserve:cuda not healthy: $(health)"; }
+  wait_healthy kvserve:cuda
   $DOCKER logs "$NAME" 2>&1 | grep -i -m3 -E 'device|cuda|backend' || true
   $DOCKER stop "$NAME" >/dev/null
   code=$($DOCKER inspect -f '{{.State.ExitCode}}' "$NAME")
