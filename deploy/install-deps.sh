@@ -56,9 +56,11 @@ TEST_PACKAGES=(
   golang-go protoc-gen-go protoc-gen-go-grpc golang-google-grpc-dev golang-google-protobuf-dev
   golang-github-golang-protobuf-1-5-dev
   # Java: javac against the jars in /usr/share/java (no Maven); the
-  # annotation jar only for the generated code's @Generated.
+  # annotation jar only for the generated code's @Generated; netty-tcnative
+  # (OpenSSL) for TLS, as Debian's netty has no JDK ALPN.
   default-jdk-headless protobuf-compiler-grpc-java-plugin libgrpc-java libprotobuf-java
   libguava-java libnetty-java libperfmark-java libgeronimo-annotation-1.3-spec-java
+  libnetty-tcnative-java libnetty-tcnative-jni
   # Ruby (grpc_ruby_plugin comes with protobuf-compiler-grpc, above).
   ruby ruby-grpc ruby-google-protobuf
 )

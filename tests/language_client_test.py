@@ -7,7 +7,8 @@ message; a stream cancelled mid-way is counted as cancelled and frees its KV
 blocks; a short deadline gives DEADLINE_EXCEEDED (and frees them too); a bad
 request, a full server and a server that is down come back as
 INVALID_ARGUMENT, RESOURCE_EXHAUSTED and UNAVAILABLE with their messages; a
-bearer token is sent from a file.
+bearer token is sent from a file or a flag; mutual TLS connects with a
+client certificate and is refused without one.
 
 Run by ctest with: KVSERVE_CLIENT_LANGUAGE (go, java or ruby),
 KVSERVE_EXAMPLE (the example client the build made), KVSERVE_SKIP_REASON (set
@@ -164,6 +165,33 @@ class LanguageClientTest(unittest.TestCase):
         result = self.run_example("--max-tokens=2", "generate", target=dead_target(),
                                   expect_ok=False)
         self.assertIn("error: UNAVAILABLE: ", result.stderr)
+
+    def test_mutual_tls(self):
+        """--tls with a CA file, a server name and a client certificate."""
+        d = self.tmp.name
+        ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"
+        subprocess.run(
+            f"openssl req -x509 {ec} -days 1 -subj /CN=localhost "
+            f"-addext subjectAltName=DNS:localhost -keyout server.key -out server.pem && "
+            f"openssl req -x509 {ec} -days 1 -subj /CN=test-ca -keyout ca.key -out ca.pem && "
+            f"openssl req {ec} -subj /CN=client -keyout client.key -out client.csr && "
+            f"openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
+            f"-days 1 -out client.pem",
+            shell=True, cwd=d, check=True, capture_output=True)
+        # The built-in model: it starts at once.
+        with KvserveServer(f"--tls_cert={d}/server.pem", f"--tls_key={d}/server.key",
+                           f"--tls_client_ca={d}/ca.pem") as server:
+            port = re.search(r"serving .* on [0-9.]+:(\d+)", "".join(server.log)).group(1)
+            tls = ["--tls", f"--tls-ca={d}/server.pem", "--tls-server-name=localhost",
+                   "--prompt-ids=1,2", "--max-tokens=3"]
+            target = f"127.0.0.1:{port}"
+            _, ids, _, _ = self.summary(self.run_example(
+                *tls, f"--tls-client-cert={d}/client.pem", f"--tls-client-key={d}/client.key",
+                "generate", target=target, token=False))
+            self.assertEqual(len(ids), 3)
+            refused = self.run_example(*tls, "--deadline-ms=30000", "generate", target=target,
+                                       token=False, expect_ok=False)
+            self.assertIn("error: UNAVAILABLE: ", refused.stderr)
 
     def test_bearer_token(self):
         result = self.run_example("--max-tokens=2", "generate", token=False, expect_ok=False)

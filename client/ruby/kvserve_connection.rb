@@ -29,9 +29,10 @@ module KvserveConnection
     end
   end
 
-  # The stub's credentials and channel arguments.
+  # The stub's credentials and its keyword arguments:
+  #   Stub.new(target, credentials, **keywords)
   def self.credentials(options)
-    return [:this_channel_is_insecure] unless options[:tls]
+    return [:this_channel_is_insecure, {}] unless options[:tls]
 
     if options[:tls_client_cert].nil? != options[:tls_client_key].nil?
       abort('error: --tls-client-cert and --tls-client-key go together')
@@ -43,7 +44,7 @@ module KvserveConnection
     )
     channel_args = {}
     channel_args['grpc.ssl_target_name_override'] = options[:tls_server_name] if options[:tls_server_name]
-    [credentials, channel_args: channel_args]
+    [credentials, { channel_args: channel_args }]
   end
 
   # Like kvserve-cli: --auth-token-file (its first line that is not blank or a

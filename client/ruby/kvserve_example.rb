@@ -122,7 +122,8 @@ end
 
 def main
   command, options = parse_options(ARGV)
-  stub = Kvserve::V1::Inference::Stub.new(options[:target], *KvserveConnection.credentials(options))
+  credentials, keywords = KvserveConnection.credentials(options)
+  stub = Kvserve::V1::Inference::Stub.new(options[:target], credentials, **keywords)
   # Every call gets a deadline: a stuck server must not hang the client.
   call_options = { deadline: Time.now + options[:deadline_ms] / 1000.0,
                    metadata: KvserveConnection.metadata(options) }
