@@ -125,8 +125,8 @@ def main
   credentials, keywords = KvserveConnection.credentials(options)
   stub = Kvserve::V1::Inference::Stub.new(options[:target], credentials, **keywords)
   # Every call gets a deadline: a stuck server must not hang the client.
-  call_options = { deadline: Time.now + options[:deadline_ms] / 1000.0,
-                   metadata: KvserveConnection.metadata(options) }
+  deadline = Time.now + options[:deadline_ms] / 1000.0
+  call_options = { deadline: deadline, metadata: KvserveConnection.metadata(options) }
   case command
   when 'generate'
     reply = stub.generate(generate_request(options), **call_options)
@@ -137,8 +137,19 @@ def main
   when 'cancel' then stream_then_cancel(stub, options, call_options)
   end
 rescue GRPC::BadStatus => e
-  warn "error: #{CODE_NAMES.fetch(e.code, e.code)}: #{e.details}"
-  warn "hint: #{HINTS[e.code]}" if HINTS.key?(e.code)
+  report(e.code, e.details)
+rescue GRPC::Core::CallError => e
+  # ruby-grpc 1.51 sometimes fails this way instead of raising
+  # GRPC::DeadlineExceeded when a stream's deadline passes before its first
+  # message (a read still outstanding when it asks for the status).
+  raise unless deadline && Time.now >= deadline
+
+  report(GRPC::Core::StatusCodes::DEADLINE_EXCEEDED, "Deadline Exceeded (ruby-grpc: #{e.message})")
+end
+
+def report(code, details)
+  warn "error: #{CODE_NAMES.fetch(code, code)}: #{details}"
+  warn "hint: #{HINTS[code]}" if HINTS.key?(code)
   exit 1
 end
 
