@@ -23,7 +23,8 @@ final class Errors {
   /** Prints "error: CODE: message" and a hint; returns the exit code. */
   static int report(StatusRuntimeException e) {
     Status status = e.getStatus();
-    System.err.printf("error: %s: %s%n", status.getCode(), status.getDescription());
+    String description = status.getDescription() == null ? "" : status.getDescription();
+    System.err.printf("error: %s: %s%n", status.getCode(), description);
     String hint = HINTS.get(status.getCode());
     if (hint != null) System.err.println("hint: " + hint);
     return 1;

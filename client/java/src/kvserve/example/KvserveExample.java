@@ -137,7 +137,13 @@ public final class KvserveExample {
     Context.CancellableContext context = Context.current().withCancellation();
     int received = 0;
     try {
-      Iterator<GenerateResponse> messages = context.call(() -> call().generateStream(request()));
+      Iterator<GenerateResponse> messages;
+      Context previous = context.attach(); // the call started now belongs to `context`
+      try {
+        messages = call().generateStream(request());
+      } finally {
+        context.detach(previous);
+      }
       while (received < flags.cancelAfter) {
         if (!messages.hasNext()) {
           throw new IllegalStateException("the stream finished before --cancel-after tokens");
@@ -146,10 +152,6 @@ public final class KvserveExample {
         System.out.print(message.getText());
         received += message.getTokenIdsCount();
       }
-    } catch (StatusRuntimeException e) {
-      throw e;
-    } catch (Exception e) {
-      throw new IllegalStateException(e);
     } finally {
       context.cancel(null);
     }
