@@ -134,10 +134,17 @@ class LanguageClientTest(unittest.TestCase):
             lambda v: v == cancelled + 1), cancelled + 1)
 
     def test_deadline_gives_deadline_exceeded(self):
+        # 1 s: past a cold JVM's connection set-up, so the server has the call
+        # when the deadline passes (1,500 tokens take either model > 10 s).
+        passed = self.outcome("deadline_exceeded")
         result = self.run_example("--prompt-ids=1,40,50,60", "--max-tokens=1500", "--ignore-eos",
-                                  "--deadline-ms=250", "stream", expect_ok=False)
+                                  "--deadline-ms=1000", "stream", expect_ok=False)
         self.assertIn("error: DEADLINE_EXCEEDED", result.stderr)
         self.assertIn("hint: the deadline passed first", result.stderr)
+        # The server ended it for the deadline; its blocks are free (tearDown).
+        self.assertEqual(self.server.wait_for_metric(
+            'kvserve_requests_total{api="grpc",outcome="deadline_exceeded"}',
+            lambda v: v == passed + 1), passed + 1)
 
     def test_bad_request_gives_invalid_argument_with_the_servers_message(self):
         result = self.run_example("--max-tokens=0", "generate", expect_ok=False)
