@@ -41,7 +41,9 @@ BUILD_PACKAGES=(
 )
 # Tests and tools: the Python client example/test, the load generator's plot,
 # a virtualenv with PyPI's `tokenizers` for the tokenizer differential test,
-# and clang with its runtimes (libFuzzer, ASan) for deploy/run-fuzz.sh.
+# clang with its runtimes (libFuzzer, ASan) for deploy/run-fuzz.sh, and the
+# Go, Java and Ruby example clients (client/go, java, ruby; docs/clients.md):
+# Debian's gRPC runtimes and stub generators, built offline.
 TEST_PACKAGES=(
   python3 python3-grpcio python3-protobuf python3-venv python3-pip
   gnuplot-nox
@@ -49,6 +51,18 @@ TEST_PACKAGES=(
   python3-jinja2
   python3-h2
   clang libclang-rt-dev
+  # Go: GOPATH mode on /usr/share/gocode. grpc-go accepts golang/protobuf 1.3
+  # or 1.5; only 1.5 marshals protoc-gen-go's messages, so it is named here.
+  golang-go protoc-gen-go protoc-gen-go-grpc golang-google-grpc-dev golang-google-protobuf-dev
+  golang-github-golang-protobuf-1-5-dev
+  # Java: javac against the jars in /usr/share/java (no Maven); the
+  # annotation jar only for the generated code's @Generated; netty-tcnative
+  # (OpenSSL) for TLS, as Debian's netty has no JDK ALPN.
+  default-jdk-headless protobuf-compiler-grpc-java-plugin libgrpc-java libprotobuf-java
+  libguava-java libnetty-java libperfmark-java libgeronimo-annotation-1.3-spec-java
+  libnetty-tcnative-java libnetty-tcnative-jni
+  # Ruby (grpc_ruby_plugin comes with protobuf-compiler-grpc, above).
+  ruby ruby-grpc ruby-google-protobuf
 )
 # What the installed server binary links at run time. The Dockerfile does not
 # use this list: it copies the linked libraries (deploy/collect-libs.sh).
