@@ -18,7 +18,7 @@ bool IsAnnotation(std::string_view key) {
       "title",      "description", "default",  "examples",         "$comment",
       "$schema",    "$id",         "$defs",    "definitions",      "deprecated",
       "readOnly",   "writeOnly",   "discriminator", "contentMediaType", "contentEncoding"};
-  return kAnnotations.count(key) > 0 || absl::StartsWith(key, "x-");
+  return kAnnotations.count(key) > 0 || key.substr(0, 2) == "x-";
 }
 
 // Keywords this converter enforces; any other is refused by name.
@@ -144,7 +144,7 @@ std::string PointerToken(std::string_view key) {
 
 absl::Status SchemaConverter::Error(const std::string& pointer, std::string_view problem) {
   return absl::InvalidArgumentError(
-      absl::StrCat("json_schema: at ", pointer.empty() ? "/" : pointer, ": ", problem));
+      absl::StrCat("json_schema: at ", pointer.empty() ? "/" : pointer, ": ", std::string(problem)));
 }
 
 std::string SchemaConverter::Builtin(std::string_view name) {
@@ -200,13 +200,13 @@ absl::StatusOr<std::optional<int64_t>> SchemaConverter::Count(const SchemaJson& 
                                                               const std::string& pointer) {
   auto it = schema.find(std::string(key));
   if (it == schema.end()) return std::optional<int64_t>();
-  const std::string at = absl::StrCat(pointer, "/", key);
+  const std::string at = absl::StrCat(pointer, "/", std::string(key));
   if (!MatchesType(*it, "integer") || it->get<double>() < 0) {
-    return Error(at, absl::StrCat(key, " must be a non-negative integer"));
+    return Error(at, absl::StrCat(std::string(key), " must be a non-negative integer"));
   }
   const double value = it->get<double>();
   if (value > static_cast<double>(kMaxSchemaCount)) {
-    return Error(at, absl::StrCat(key, " ", it->dump(), " is above the supported ", kMaxSchemaCount));
+    return Error(at, absl::StrCat(std::string(key), " ", it->dump(), " is above the supported ", kMaxSchemaCount));
   }
   return std::optional<int64_t>(static_cast<int64_t>(value));
 }
@@ -244,7 +244,7 @@ absl::StatusOr<std::string> SchemaConverter::Visit(const SchemaJson& schema,
                                  std::initializer_list<std::string_view> allowed) -> absl::Status {
     std::vector<std::string> others = OtherConstraints(schema, allowed);
     if (others.empty()) return absl::OkStatus();
-    return Error(pointer, absl::StrCat("'", others[0], "' beside '", keyword,
+    return Error(pointer, absl::StrCat("'", others[0], "' beside '", std::string(keyword),
                                        "' is not supported (move it into the referenced or "
                                        "listed schemas)"));
   };
@@ -261,7 +261,7 @@ absl::StatusOr<std::string> SchemaConverter::Visit(const SchemaJson& schema,
     auto it = schema.find(std::string(keyword));
     if (it == schema.end()) continue;
     if (auto s = refuse_others(keyword, {keyword}); !s.ok()) return s;
-    return VisitUnion(*it, absl::StrCat(pointer, "/", keyword), hint, depth);
+    return VisitUnion(*it, absl::StrCat(pointer, "/", std::string(keyword)), hint, depth);
   }
   if (auto it = schema.find("allOf"); it != schema.end()) {
     if (auto s = refuse_others("allOf", {"allOf"}); !s.ok()) return s;
@@ -401,7 +401,7 @@ absl::StatusOr<std::string> SchemaConverter::VisitRef(const SchemaJson& schema,
   const SchemaJson* target = &root_;
   std::string last = "root";
   if (!target_pointer.empty()) {
-    for (std::string_view raw : absl::StrSplit(target_pointer.substr(1), '/')) {
+    for (absl::string_view raw : absl::StrSplit(target_pointer.substr(1), '/')) {
       std::string token;
       for (size_t i = 0; i < raw.size(); ++i) {
         if (raw[i] == '~' && i + 1 < raw.size() && (raw[i + 1] == '0' || raw[i + 1] == '1')) {

@@ -29,16 +29,16 @@ std::string AnyDigits(size_t n) {
 // The digit strings of length a.size() from a to b inclusive (a <= b).
 std::string SameLength(std::string_view a, std::string_view b) {
   if (a.empty()) return "";
-  if (a == b) return absl::StrCat("\"", a, "\"");
+  if (a == b) return absl::StrCat("\"", std::string(a), "\"");
   const size_t rest = a.size() - 1;
   if (a[0] == b[0]) {
-    return absl::StrCat("\"", a.substr(0, 1), "\" ", SameLength(a.substr(1), b.substr(1)));
+    return absl::StrCat("\"", std::string(a.substr(0, 1)), "\" ", SameLength(a.substr(1), b.substr(1)));
   }
   const bool low_all_zero = a.substr(1).find_first_not_of('0') == std::string_view::npos;
   const bool high_all_nine = b.substr(1).find_first_not_of('9') == std::string_view::npos;
   std::vector<std::string> parts;
   if (!low_all_zero) {
-    parts.push_back(absl::StrCat("\"", a.substr(0, 1), "\" ",
+    parts.push_back(absl::StrCat("\"", std::string(a.substr(0, 1)), "\" ",
                                  SameLength(a.substr(1), std::string(rest, '9'))));
   }
   const char first = static_cast<char>(a[0] + (low_all_zero ? 0 : 1));
@@ -49,7 +49,7 @@ std::string SameLength(std::string_view a, std::string_view b) {
     parts.push_back(part);
   }
   if (!high_all_nine) {
-    parts.push_back(absl::StrCat("\"", b.substr(0, 1), "\" ",
+    parts.push_back(absl::StrCat("\"", std::string(b.substr(0, 1)), "\" ",
                                  SameLength(std::string(rest, '0'), b.substr(1))));
   }
   return Alternatives(parts);
@@ -79,9 +79,9 @@ std::string NonNegativeRange(uint64_t lo, std::optional<uint64_t> hi) {
   return Alternatives(parts);
 }
 
-constexpr std::string_view kAnyFraction = "(\".\" [0-9]{1,16})?";
-constexpr std::string_view kZeroFraction = "(\".\" \"0\"{1,16})?";
-constexpr std::string_view kNonZeroFraction = "\".\" \"0\"{0,15} [1-9] [0-9]{0,15}";
+constexpr char kAnyFraction[] = "(\".\" [0-9]{1,16})?";
+constexpr char kZeroFraction[] = "(\".\" \"0\"{1,16})?";
+constexpr char kNonZeroFraction[] = "\".\" \"0\"{0,15} [1-9] [0-9]{0,15}";
 
 // Unsigned decimals m = n.f with lo <= m <= hi (each bound possibly
 // exclusive; no hi: unbounded), or nullopt when there are none.

@@ -24,7 +24,7 @@ absl::StatusOr<std::string> SchemaConverter::VisitString(const SchemaJson& schem
     if (!it->is_string()) return Error(at, "pattern must be a string");
     if (has_length) return Error(pointer, "pattern with minLength or maxLength is not supported");
     auto tree = ParseRegex(it->get<std::string>());
-    if (!tree.ok()) return Error(at, tree.status().message());
+    if (!tree.ok()) return Error(at, std::string(tree.status().message()));
     // The pattern must match the whole string, as in xgrammar, vLLM and
     // llama.cpp (JSON Schema searches: "^...$" means the same in both).
     return absl::StrCat("\"\\\"\" ( ", EmitRegex(*tree, RegexTarget::kJsonStringContent),
@@ -68,11 +68,11 @@ absl::StatusOr<std::string> SchemaConverter::VisitNumber(const SchemaJson& schem
   // Reads one bound: `inclusive` (minimum / maximum) and `exclusive`
   // (exclusiveMinimum / exclusiveMaximum: a number, or in draft 4 a boolean
   // that makes `inclusive` exclusive). `lower` picks the stricter of two.
-  const auto read = [&](std::string_view inclusive, std::string_view exclusive,
+  const auto read = [&](const std::string& inclusive, const std::string& exclusive,
                         bool lower) -> absl::StatusOr<std::optional<Bound>> {
     std::optional<Bound> bound;
     bool draft4_exclusive = false;
-    if (auto it = schema.find(std::string(exclusive)); it != schema.end()) {
+    if (auto it = schema.find(exclusive); it != schema.end()) {
       if (it->is_boolean()) {
         draft4_exclusive = it->get<bool>();
       } else if (it->is_number()) {
@@ -81,7 +81,7 @@ absl::StatusOr<std::string> SchemaConverter::VisitNumber(const SchemaJson& schem
         return Error(absl::StrCat(pointer, "/", exclusive), absl::StrCat(exclusive, " must be a number"));
       }
     }
-    if (auto it = schema.find(std::string(inclusive)); it != schema.end()) {
+    if (auto it = schema.find(inclusive); it != schema.end()) {
       if (!it->is_number()) {
         return Error(absl::StrCat(pointer, "/", inclusive), absl::StrCat(inclusive, " must be a number"));
       }

@@ -50,7 +50,7 @@ class Parser {
 
  private:
   absl::Status Error(size_t offset, std::string_view problem) const {
-    return absl::InvalidArgumentError(absl::StrCat("regex: at offset ", offset, ": ", problem));
+    return absl::InvalidArgumentError(absl::StrCat("regex: at offset ", offset, ": ", std::string(problem)));
   }
   bool AtEnd() const { return pos_ >= text_.size(); }
   char Peek(size_t ahead = 0) const {

@@ -36,7 +36,7 @@ class Emitter {
         return place == Place::kAlone ? joined : "(" + joined + ")";
       }
       case RegexNode::Kind::kRepeat:
-        return Repeat(node, place);
+        return Repeat(node);
     }
     return "\"\"";
   }
@@ -80,9 +80,12 @@ class Emitter {
     return parts.size() == 1 || place != Place::kRepeated ? joined : "(" + joined + ")";
   }
 
-  std::string Repeat(const RegexNode& node, Place place) {
+  std::string Repeat(const RegexNode& node) {
     if (node.max == 0) return "\"\"";
-    std::string body = Emit(node.children[0], Place::kRepeated);
+    const RegexNode& child = node.children[0];
+    std::string body = Emit(child, Place::kRepeated);
+    // GBNF takes one quantifier per item: (a*)* keeps its parentheses.
+    if (child.kind == RegexNode::Kind::kRepeat) body = "(" + body + ")";
     std::string quantifier;
     if (node.min == 0 && node.max == -1) {
       quantifier = "*";
@@ -98,7 +101,6 @@ class Emitter {
     } else {
       quantifier = absl::StrFormat("{%d,%d}", node.min, node.max);
     }
-    (void)place;
     return body + quantifier;
   }
 
