@@ -48,6 +48,7 @@ TEST_PACKAGES=(
   curl openssl
   python3-jinja2
   python3-h2
+  python3-jsonschema  # tests/grammar_schema_test.py
   clang libclang-rt-dev
 )
 # What the installed server binary links at run time. The Dockerfile does not
