@@ -143,8 +143,14 @@ std::variant<HttpReply, StartedGeneration> OpenAiService::Generate(Endpoint endp
     KV_LOG(DEBUG) << "ignoring unknown fields: " << absl::StrJoin(r.unknown_fields, ", ");
   }
   const bool chat = endpoint == Endpoint::kChat;
-  const ParamNames names =
+  ParamNames names =
       chat ? ChatParamNames(r.max_tokens_name) : CompletionParamNames(r.max_tokens_name);
+  if (!r.constraint_field.empty()) {
+    for (const char* grpc_name : {"sampling.json_schema", "sampling.regex", "sampling.grammar",
+                                  "sampling.choice", "sampling.json_object"}) {
+      names.push_back({grpc_name, r.constraint_field});
+    }
+  }
   v1::GenerateRequest generate = r.generate;
   if (chat) {
     absl::StatusOr<ChatPrompt> prompt =
