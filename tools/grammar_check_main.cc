@@ -2,10 +2,11 @@
 // its grammar accepts, for the differential test against Python's
 // jsonschema (tests/grammar_schema_test.py) and for looking at a grammar.
 //
-//   kvserve-grammar-check --json_schema FILE | --regex TEXT | --gbnf FILE [--print]
+//   kvserve-grammar-check --json_schema FILE | --regex TEXT | --gbnf FILE [--print] [--raw]
 //
-// stdin: one candidate per line, as a JSON string literal ("{\"a\": 1}");
-// stdout: "match" or "no-match" per line. --print writes the GBNF first.
+// stdin: one candidate per line, as a JSON string literal ("{\"a\": 1}"),
+// or with --raw each line as it is; stdout: "match" or "no-match" per line.
+// --print writes the GBNF first.
 // A constraint that does not compile: its error on stderr, exit status 2.
 #include <fstream>
 #include <iostream>
@@ -22,7 +23,8 @@ namespace {
 
 int Usage() {
   std::cerr << "usage: kvserve-grammar-check --json_schema FILE | --regex TEXT | --gbnf FILE "
-               "[--print] < candidates (one JSON string per line)\n";
+               "[--print] [--raw] < candidates (one per line: a JSON string, or raw text "
+               "with --raw)\n";
   return 64;
 }
 
@@ -41,10 +43,13 @@ int main(int argc, char** argv) {
   using namespace kvserve::grammar;
   std::string mode, arg;
   bool print = false;
+  bool raw = false;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
     if (flag == "--print") {
       print = true;
+    } else if (flag == "--raw") {
+      raw = true;
     } else if ((flag == "--json_schema" || flag == "--regex" || flag == "--gbnf") && i + 1 < argc) {
       mode = flag.substr(2);
       arg = argv[++i];
@@ -76,14 +81,18 @@ int main(int argc, char** argv) {
   Pushdown automaton(*grammar);
   std::string line;
   while (std::getline(std::cin, line)) {
-    if (line.empty()) continue;
-    const nlohmann::json candidate = nlohmann::json::parse(line, nullptr, false);
-    if (!candidate.is_string()) {
-      std::cerr << "not a JSON string: " << line << "\n";
-      return 64;
+    std::string text = line;
+    if (!raw) {
+      if (line.empty()) continue;
+      const nlohmann::json candidate = nlohmann::json::parse(line, nullptr, false);
+      if (!candidate.is_string()) {
+        std::cerr << "not a JSON string (use --raw for plain lines): " << line << "\n";
+        return 64;
+      }
+      text = candidate.get<std::string>();
     }
     int32_t state = automaton.Start();
-    for (char c : candidate.get<std::string>()) {
+    for (char c : text) {
       state = automaton.Step(state, static_cast<uint8_t>(c));
       if (state == kDeadState) break;
     }
