@@ -2,11 +2,12 @@
 // grammar, run by the real matcher, accepts exactly the strings the regex
 // matches in full; what is not regular (or not supported) is refused with
 // its offset.
+#include "engine/grammar/regex_to_gbnf.h"
+
 #include <string>
 #include <vector>
 
 #include "engine/grammar/gbnf.h"
-#include "engine/grammar/regex_to_gbnf.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -52,7 +53,7 @@ TEST(RegexToGbnfTest, AcceptsExactlyTheFullMatches) {
       {"\"quoted\"", {"\"quoted\""}, {"quoted"}},
       {"^abc$", {"abc"}, {"xabc", "abcx"}},
       {"^a$|^b$", {"a", "b"}, {"ab"}},
-      {"x{", {"x{"}, {"x"}},            // not a quantifier: a literal brace
+      {"x{", {"x{"}, {"x"}},  // not a quantifier: a literal brace
       {"x{1,a}", {"x{1,a}"}, {"x"}},
       {"é+", {"\xC3\xA9\xC3\xA9"}, {"\xC3"}},
       {"[α-ω]{2}", {"\xCE\xB1\xCF\x89"}, {"ab"}},

@@ -129,12 +129,15 @@ std::string EscapeCodePoint(uint32_t cp, bool in_class) {
     default:
       break;
   }
-  const bool alnum = (cp >= '0' && cp <= '9') || (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z');
+  const bool alnum =
+      (cp >= '0' && cp <= '9') || (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z');
   // In a class only letters, digits and a few harmless marks go unescaped: the
   // metacharacters ] - ^ [ would change its meaning.
-  const bool plain = in_class ? alnum || std::string_view(" _.,:;!?@#%&*+=<>/'`~{}()|$").find(
-                                             static_cast<char>(cp)) != std::string_view::npos
-                              : cp >= 0x20 && cp < 0x7F;
+  const bool plain =
+      in_class
+          ? alnum || std::string_view(" _.,:;!?@#%&*+=<>/'`~{}()|$").find(static_cast<char>(cp)) !=
+                         std::string_view::npos
+          : cp >= 0x20 && cp < 0x7F;
   if (cp < 0x80 && plain) return std::string(1, static_cast<char>(cp));
   if (cp < 0x80) return absl::StrFormat("\\x%02X", cp);
   if (cp <= 0xFFFF) return absl::StrFormat("\\u%04X", cp);

@@ -15,20 +15,37 @@ namespace {
 // Keywords that describe but never constrain: accepted and ignored.
 bool IsAnnotation(std::string_view key) {
   static const std::set<std::string_view> kAnnotations = {
-      "title",      "description", "default",  "examples",         "$comment",
-      "$schema",    "$id",         "$defs",    "definitions",      "deprecated",
-      "readOnly",   "writeOnly",   "discriminator", "contentMediaType", "contentEncoding"};
+      "title",    "description", "default",       "examples",         "$comment",
+      "$schema",  "$id",         "$defs",         "definitions",      "deprecated",
+      "readOnly", "writeOnly",   "discriminator", "contentMediaType", "contentEncoding"};
   return kAnnotations.count(key) > 0 || key.substr(0, 2) == "x-";
 }
 
 // Keywords this converter enforces; any other is refused by name.
 bool IsSupported(std::string_view key) {
-  static const std::set<std::string_view> kSupported = {
-      "type",      "enum",     "const",       "anyOf",       "oneOf",
-      "allOf",     "$ref",     "minLength",   "maxLength",   "pattern",
-      "format",    "minimum",  "maximum",     "exclusiveMinimum", "exclusiveMaximum",
-      "properties", "required", "additionalProperties", "items", "prefixItems",
-      "additionalItems", "minItems", "maxItems"};
+  static const std::set<std::string_view> kSupported = {"type",
+                                                        "enum",
+                                                        "const",
+                                                        "anyOf",
+                                                        "oneOf",
+                                                        "allOf",
+                                                        "$ref",
+                                                        "minLength",
+                                                        "maxLength",
+                                                        "pattern",
+                                                        "format",
+                                                        "minimum",
+                                                        "maximum",
+                                                        "exclusiveMinimum",
+                                                        "exclusiveMaximum",
+                                                        "properties",
+                                                        "required",
+                                                        "additionalProperties",
+                                                        "items",
+                                                        "prefixItems",
+                                                        "additionalItems",
+                                                        "minItems",
+                                                        "maxItems"};
   return kSupported.count(key) > 0;
 }
 
@@ -72,60 +89,6 @@ const std::set<std::string_view>& TypeNames() {
   return kTypes;
 }
 
-// Built-in rules: JSON's own lexical grammar, and the string formats.
-struct BuiltinRule {
-  std::string_view name;
-  std::string_view body;
-  std::vector<std::string_view> needs;
-};
-
-const std::vector<BuiltinRule>& Builtins() {
-  static const std::vector<BuiltinRule> kRules = {
-      // At most one space, or one newline and some indentation, between
-      // tokens: a model cannot loop on whitespace.
-      {"ws", R"(( " " | "\n" [ \t]{0,20} )?)", {}},
-      {"value", "object | array | string | number | boolean | null",
-       {"object", "array", "string", "number", "boolean", "null"}},
-      {"object", R"("{" ws ( string ws ":" ws value ( ws "," ws string ws ":" ws value )* ws )? "}")",
-       {"ws", "string", "value"}},
-      {"array", R"("[" ws ( value ( ws "," ws value )* ws )? "]")", {"ws", "value"}},
-      {"string", R"("\"" char* "\"")", {"char"}},
-      // \u escapes of surrogates are left out: a pair would count as two
-      // characters here and as one in minLength / maxLength.
-      {"char",
-       R"(plain-char | "\\" ( [\"\\/bfnrt] | "u" ( [0-9a-cA-CefEF] [0-9a-fA-F]{3} | [dD] [0-7] [0-9a-fA-F]{2} ) ))",
-       {"plain-char"}},
-      {"plain-char", "", {}},  // filled in by Builtin(): a class of every unescaped character
-      {"number", R"("-"? ( "0" | [1-9] [0-9]{0,15} ) ( "." [0-9]{1,16} )? ( [eE] [+\-]? [0-9]{1,3} )?)",
-       {}},
-      {"integer", R"("-"? ( "0" | [1-9] [0-9]{0,15} ))", {}},
-      {"boolean", R"("true" | "false")", {}},
-      {"null", R"("null")", {}},
-      {"date", R"([0-9]{4} "-" ( "0" [1-9] | "1" [0-2] ) "-" ( "0" [1-9] | [12] [0-9] | "3" [01] ))",
-       {}},
-      {"time",
-       R"(( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] ":" [0-5] [0-9] ( "." [0-9]{1,9} )? ( [zZ] | [+\-] ( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] ))",
-       {}},
-      {"date-time", R"(date [tT] time)", {"date", "time"}},
-      {"uuid",
-       R"([0-9a-fA-F]{8} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{12})",
-       {}},
-      {"email",
-       R"([a-zA-Z0-9_.+\-]+ "@" [a-zA-Z0-9] [a-zA-Z0-9\-]{0,62} ( "." [a-zA-Z0-9] [a-zA-Z0-9\-]{0,62} )+)",
-       {}},
-      {"ipv4", R"(dec-octet "." dec-octet "." dec-octet "." dec-octet)", {"dec-octet"}},
-      {"dec-octet", R"("25" [0-5] | "2" [0-4] [0-9] | "1" [0-9] [0-9] | [1-9] [0-9] | [0-9])", {}},
-  };
-  return kRules;
-}
-
-bool IsBuiltinName(std::string_view name) {
-  for (const BuiltinRule& rule : Builtins()) {
-    if (rule.name == name) return true;
-  }
-  return name == "root";
-}
-
 }  // namespace
 
 std::string PointerToken(std::string_view key) {
@@ -143,24 +106,8 @@ std::string PointerToken(std::string_view key) {
 }
 
 absl::Status SchemaConverter::Error(const std::string& pointer, std::string_view problem) {
-  return absl::InvalidArgumentError(
-      absl::StrCat("json_schema: at ", pointer.empty() ? "/" : pointer, ": ", std::string(problem)));
-}
-
-std::string SchemaConverter::Builtin(std::string_view name) {
-  const std::string key(name);
-  if (rules_.count(key)) return key;
-  for (const BuiltinRule& rule : Builtins()) {
-    if (rule.name != name) continue;
-    std::string body(rule.body);
-    if (name == "plain-char") {
-      body = GbnfClass(Complement({{0x00, 0x1F}, {'"', '"'}, {'\\', '\\'}}));
-    }
-    rules_[key] = body;
-    order_.push_back(key);
-    for (std::string_view need : rule.needs) Builtin(need);
-  }
-  return key;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "json_schema: at ", pointer.empty() ? "/" : pointer, ": ", std::string(problem)));
 }
 
 std::string SchemaConverter::FreshName(const std::string& hint) {
@@ -177,7 +124,7 @@ std::string SchemaConverter::FreshName(const std::string& hint) {
   if (base.size() > 60) base.resize(60);
   if (base.empty()) base = "schema";
   std::string name = base;
-  for (int i = 2; rules_.count(name) || IsBuiltinName(name) ||
+  for (int i = 2; rules_.count(name) || IsBuiltinRuleName(name) ||
                   std::find(order_.begin(), order_.end(), name) != order_.end();
        ++i) {
     name = absl::StrCat(base, "-", i);
@@ -206,7 +153,8 @@ absl::StatusOr<std::optional<int64_t>> SchemaConverter::Count(const SchemaJson& 
   }
   const double value = it->get<double>();
   if (value > static_cast<double>(kMaxSchemaCount)) {
-    return Error(at, absl::StrCat(std::string(key), " ", it->dump(), " is above the supported ", kMaxSchemaCount));
+    return Error(at, absl::StrCat(std::string(key), " ", it->dump(), " is above the supported ",
+                                  kMaxSchemaCount));
   }
   return std::optional<int64_t>(static_cast<int64_t>(value));
 }
@@ -271,8 +219,8 @@ absl::StatusOr<std::string> SchemaConverter::Visit(const SchemaJson& schema,
     return Visit((*it)[0], pointer + "/allOf/0", hint, depth + 1);
   }
   if (auto it = schema.find("format"); it != schema.end()) {
-    static const std::set<std::string> kFormats = {"date",  "time",  "date-time",
-                                                   "uuid",  "email", "ipv4"};
+    static const std::set<std::string> kFormats = {"date", "time",  "date-time",
+                                                   "uuid", "email", "ipv4"};
     if (!it->is_string() || !kFormats.count(it->get<std::string>())) {
       return Error(pointer + "/format",
                    absl::StrCat("unsupported format ", it->dump(),
@@ -293,7 +241,8 @@ absl::StatusOr<std::string> SchemaConverter::Visit(const SchemaJson& schema,
   } else {
     // No type: the one the keywords imply (a schema with `properties` is
     // taken to describe an object, ...); none at all is any value.
-    if (HasAny(schema, {"properties", "required", "additionalProperties"})) types.push_back("object");
+    if (HasAny(schema, {"properties", "required", "additionalProperties"}))
+      types.push_back("object");
     if (HasAny(schema, {"items", "prefixItems", "additionalItems", "minItems", "maxItems"})) {
       types.push_back("array");
     }
@@ -305,8 +254,8 @@ absl::StatusOr<std::string> SchemaConverter::Visit(const SchemaJson& schema,
   }
   std::vector<std::string> alternatives;
   for (const std::string& type : types) {
-    auto expr = VisitType(schema, type, pointer, types.size() == 1 ? hint : hint + "-" + type,
-                          depth);
+    auto expr =
+        VisitType(schema, type, pointer, types.size() == 1 ? hint : hint + "-" + type, depth);
     if (!expr.ok()) return expr.status();
     alternatives.push_back(*expr);
   }
@@ -351,9 +300,8 @@ absl::StatusOr<std::string> SchemaConverter::VisitEnum(const SchemaJson& schema,
   // type allows it.
   std::vector<std::string> literals;
   for (const SchemaJson& value : values) {
-    const bool typed = types.empty() || std::any_of(types.begin(), types.end(), [&](auto& t) {
-                         return MatchesType(value, t);
-                       });
+    const bool typed = types.empty() || std::any_of(types.begin(), types.end(),
+                                                    [&](auto& t) { return MatchesType(value, t); });
     if (!typed) continue;
     if (value.is_number_float() && !std::isfinite(value.get<double>())) {
       return Error(at, "a number too large for a double");
@@ -415,8 +363,8 @@ absl::StatusOr<std::string> SchemaConverter::VisitRef(const SchemaJson& schema,
       if (target->is_object() && target->contains(token)) {
         next = &(*target)[token];
       } else if (target->is_array() && !token.empty() &&
-                 token.find_first_not_of("0123456789") == std::string::npos &&
-                 token.size() < 10 && std::stoul(token) < target->size()) {
+                 token.find_first_not_of("0123456789") == std::string::npos && token.size() < 10 &&
+                 std::stoul(token) < target->size()) {
         next = &(*target)[std::stoul(token)];
       }
       if (next == nullptr) return Error(at, absl::StrCat("\"", text, "\" does not resolve"));

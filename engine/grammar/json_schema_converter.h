@@ -4,6 +4,7 @@
 // (one per object, array and union, one per $ref target so that recursive
 // schemas become recursive rules). Split by concern:
 //   json_schema_converter.cc  keywords, combinators, $ref, the rule table
+//   json_schema_builtins.cc   JSON's lexical rules and the string formats
 //   json_schema_objects.cc    objects and arrays
 //   json_schema_scalars.cc    strings (length, pattern, format) and numbers
 #pragma once
@@ -88,6 +89,9 @@ class SchemaConverter {
   // consuming input), which no top-down matcher can run.
   std::set<std::string> unconsumed_refs_;
 };
+
+/// Whether `name` is a built-in rule's (or root), which schema rules must not take.
+bool IsBuiltinRuleName(std::string_view name);
 
 /// `key` escaped for a JSON pointer (~0 ~1).
 std::string PointerToken(std::string_view key);

@@ -12,7 +12,7 @@ namespace {
 
 std::string Alternatives(const std::vector<std::string>& parts) {
   if (parts.size() == 1) return parts[0];
-  return "(" + absl::StrJoin(parts, " | ") + ")";
+  return absl::StrCat("(", absl::StrJoin(parts, " | "), ")");
 }
 
 std::string DigitClass(char lo, char hi) {
@@ -32,7 +32,8 @@ std::string SameLength(std::string_view a, std::string_view b) {
   if (a == b) return absl::StrCat("\"", std::string(a), "\"");
   const size_t rest = a.size() - 1;
   if (a[0] == b[0]) {
-    return absl::StrCat("\"", std::string(a.substr(0, 1)), "\" ", SameLength(a.substr(1), b.substr(1)));
+    return absl::StrCat("\"", std::string(a.substr(0, 1)), "\" ",
+                        SameLength(a.substr(1), b.substr(1)));
   }
   const bool low_all_zero = a.substr(1).find_first_not_of('0') == std::string_view::npos;
   const bool high_all_nine = b.substr(1).find_first_not_of('9') == std::string_view::npos;

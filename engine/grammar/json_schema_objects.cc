@@ -121,7 +121,8 @@ absl::StatusOr<std::string> SchemaConverter::VisitObject(const SchemaJson& schem
     }
   }
   if (auto it = schema.find("required"); it != schema.end()) {
-    if (!it->is_array()) return Error(pointer + "/required", "required must be an array of strings");
+    if (!it->is_array())
+      return Error(pointer + "/required", "required must be an array of strings");
     for (size_t i = 0; i < it->size(); ++i) {
       if (!(*it)[i].is_string()) {
         return Error(absl::StrCat(pointer, "/required/", i), "required must list strings");
@@ -175,17 +176,17 @@ absl::StatusOr<std::string> SchemaConverter::VisitObject(const SchemaJson& schem
       for (const std::string& name : names) {
         if (name.size() > kMaxExcludedNameBytes) {
           return Error(pointer, absl::StrCat("with additionalProperties, property names longer "
-                                             "than ", kMaxExcludedNameBytes,
-                                             " bytes are not supported"));
+                                             "than ",
+                                             kMaxExcludedNameBytes, " bytes are not supported"));
         }
       }
       key = KeyOtherThan(names);
     }
-    auto value = Visit(*additional, pointer + "/additionalProperties", hint + "-additional",
-                       depth + 1);
+    auto value =
+        Visit(*additional, pointer + "/additionalProperties", hint + "-additional", depth + 1);
     if (!value.ok()) return value.status();
-    const std::string kv = AddRule(hint + "-additional-kv",
-                                   absl::StrCat(key, " ", ws, " \":\" ", ws, " ", *value));
+    const std::string kv =
+        AddRule(hint + "-additional-kv", absl::StrCat(key, " ", ws, " \":\" ", ws, " ", *value));
     more = absl::StrCat("( ", ws, " \",\" ", ws, " ", kv, " )*");
     more_first = absl::StrCat(kv, " ", more);
   }
@@ -263,8 +264,8 @@ absl::StatusOr<std::string> SchemaConverter::VisitArray(const SchemaJson& schema
   }
   const size_t prefix_size = prefix != nullptr ? prefix->size() : 0;
   if (prefix_size > kMaxPrefixItems) {
-    return Error(prefix_pointer, absl::StrCat("more than ", kMaxPrefixItems,
-                                              " item schemas are not supported"));
+    return Error(prefix_pointer,
+                 absl::StrCat("more than ", kMaxPrefixItems, " item schemas are not supported"));
   }
   auto min_items = Count(schema, "minItems", pointer);
   if (!min_items.ok()) return min_items.status();
@@ -274,8 +275,8 @@ absl::StatusOr<std::string> SchemaConverter::VisitArray(const SchemaJson& schema
   std::optional<int64_t> hi = *max_items;
   if (*rest == false) hi = std::min<int64_t>(hi.value_or(prefix_size), prefix_size);
   if (hi && lo > *hi) {
-    return Error(pointer, absl::StrCat("no array has at least ", lo, " and at most ", *hi,
-                                       " items"));
+    return Error(pointer,
+                 absl::StrCat("no array has at least ", lo, " and at most ", *hi, " items"));
   }
   if (prefix_size == 0 && *rest == true && lo == 0 && !hi) return Builtin("array");
 

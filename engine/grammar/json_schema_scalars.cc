@@ -63,8 +63,7 @@ struct Bound {
 }  // namespace
 
 absl::StatusOr<std::string> SchemaConverter::VisitNumber(const SchemaJson& schema,
-                                                         const std::string& pointer,
-                                                         bool integer) {
+                                                         const std::string& pointer, bool integer) {
   // Reads one bound: `inclusive` (minimum / maximum) and `exclusive`
   // (exclusiveMinimum / exclusiveMaximum: a number, or in draft 4 a boolean
   // that makes `inclusive` exclusive). `lower` picks the stricter of two.
@@ -78,12 +77,14 @@ absl::StatusOr<std::string> SchemaConverter::VisitNumber(const SchemaJson& schem
       } else if (it->is_number()) {
         bound = Bound{it->get<double>(), true};
       } else {
-        return Error(absl::StrCat(pointer, "/", exclusive), absl::StrCat(exclusive, " must be a number"));
+        return Error(absl::StrCat(pointer, "/", exclusive),
+                     absl::StrCat(exclusive, " must be a number"));
       }
     }
     if (auto it = schema.find(inclusive); it != schema.end()) {
       if (!it->is_number()) {
-        return Error(absl::StrCat(pointer, "/", inclusive), absl::StrCat(inclusive, " must be a number"));
+        return Error(absl::StrCat(pointer, "/", inclusive),
+                     absl::StrCat(inclusive, " must be a number"));
       }
       const Bound b{it->get<double>(), draft4_exclusive};
       const bool stricter = !bound || (lower ? b.value > bound->value : b.value < bound->value);
@@ -116,8 +117,8 @@ absl::StatusOr<std::string> SchemaConverter::VisitNumber(const SchemaJson& schem
   }
   // Numbers: the grammar enforces integral bounds exactly (without exponents).
   std::optional<NumberBound> from, to;
-  for (auto [bound, target, name] : {std::tuple{&*lo, &from, "minimum"},
-                                     std::tuple{&*hi, &to, "maximum"}}) {
+  for (auto [bound, target, name] :
+       {std::tuple{&*lo, &from, "minimum"}, std::tuple{&*hi, &to, "maximum"}}) {
     if (!*bound) continue;
     const double v = (*bound)->value;
     if (std::floor(v) != v) {

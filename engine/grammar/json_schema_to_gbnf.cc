@@ -19,12 +19,11 @@ absl::StatusOr<std::string> JsonSchemaToGbnf(std::string_view schema_json) {
   bool too_deep = false;
   SchemaJson schema;
   try {
-    schema = SchemaJson::parse(
-        schema_json.begin(), schema_json.end(),
-        [&](int depth, SchemaJson::parse_event_t, SchemaJson&) {
-          if (depth > kMaxJsonDepth) too_deep = true;
-          return !too_deep;
-        });
+    schema = SchemaJson::parse(schema_json.begin(), schema_json.end(),
+                               [&](int depth, SchemaJson::parse_event_t, SchemaJson&) {
+                                 if (depth > kMaxJsonDepth) too_deep = true;
+                                 return !too_deep;
+                               });
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(absl::StrCat("json_schema: not valid JSON: ", e.what()));
   }

@@ -19,11 +19,11 @@ inline constexpr int kMaxRegexRepeat = 10000;
 struct RegexNode {
   enum class Kind : uint8_t { kEmpty, kLiteral, kClass, kConcat, kAlternate, kRepeat };
   Kind kind = Kind::kEmpty;
-  uint32_t code_point = 0;         // kLiteral
-  CodePointSet set;                // kClass: never empty
+  uint32_t code_point = 0;          // kLiteral
+  CodePointSet set;                 // kClass: never empty
   std::vector<RegexNode> children;  // kConcat, kAlternate; kRepeat: exactly one
-  int min = 0;                     // kRepeat
-  int max = -1;                    // kRepeat: -1 is unbounded
+  int min = 0;                      // kRepeat
+  int max = -1;                     // kRepeat: -1 is unbounded
 };
 
 /// Parses `regex` (UTF-8). ^ and $ are accepted only at the start and end of

@@ -19,7 +19,7 @@ CodePointSet Digits() { return {{'0', '9'}}; }
 CodePointSet WordChars() { return {{'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}}; }
 // ECMAScript's WhiteSpace and LineTerminator code points.
 CodePointSet Spaces() {
-  return {{0x09, 0x0D}, {0x20, 0x20},     {0xA0, 0xA0},     {0x1680, 0x1680}, {0x2000, 0x200A},
+  return {{0x09, 0x0D},     {0x20, 0x20},     {0xA0, 0xA0},     {0x1680, 0x1680}, {0x2000, 0x200A},
           {0x2028, 0x2029}, {0x202F, 0x202F}, {0x205F, 0x205F}, {0x3000, 0x3000}, {0xFEFF, 0xFEFF}};
 }
 
@@ -50,7 +50,8 @@ class Parser {
 
  private:
   absl::Status Error(size_t offset, std::string_view problem) const {
-    return absl::InvalidArgumentError(absl::StrCat("regex: at offset ", offset, ": ", std::string(problem)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("regex: at offset ", offset, ": ", std::string(problem)));
   }
   bool AtEnd() const { return pos_ >= text_.size(); }
   char Peek(size_t ahead = 0) const {
