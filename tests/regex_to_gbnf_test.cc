@@ -61,6 +61,7 @@ TEST(RegexToGbnfTest, AcceptsExactlyTheFullMatches) {
       {"(a|b?)+c", {"c", "abbac"}, {"ca"}},
       {"((((a))))", {"a"}, {"aa"}},
       {"(?<year>\\d{4})-(?<month>\\d{2})", {"2024-05"}, {"24-05"}},
+      {"(?P<word>\\w+)!", {"hi!"}, {"!"}},  // Python's spelling of a named group
       {"[+\\-]?\\d+(\\.\\d+)?([eE][+\\-]?\\d+)?", {"-1.5e10", "42", "+3"}, {"1.", "e5", "--1"}},
   };
   for (const Case& c : cases) {
@@ -102,6 +103,9 @@ TEST(RegexToGbnfTest, RefusesWhatIsNotRegularWithItsOffset) {
       {"(?<=a)b", "regex: at offset 0: look-around is not supported"},
       {"(?<!a)b", "regex: at offset 0: look-around is not supported"},
       {"\\bword\\b", "regex: at offset 0: word boundaries are not supported"},
+      {"(?P<n>a)(?P=n)", "regex: at offset 8: back-references are not supported"},
+      {"\\Aabc\\Z", "regex: at offset 0: unknown escape '\\A'"},
+      {"a\\z", "regex: at offset 1: unknown escape '\\z'"},
       {"(?i)abc", "regex: at offset 0: unsupported group syntax"},
       {"abc)", "regex: at offset 3: unbalanced ')'"},
       {"(abc", "regex: at offset 0: unbalanced '('"},

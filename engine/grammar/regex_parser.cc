@@ -186,7 +186,10 @@ class Parser {
       } else if (kind == '=' || kind == '!' ||
                  (kind == '<' && (Peek(2) == '=' || Peek(2) == '!'))) {
         return Error(open, "look-around is not supported (not regular)");
-      } else if (kind == '<') {
+      } else if (kind == 'P' && Peek(2) == '=') {
+        return Error(open, "back-references are not supported (not regular)");
+      } else if (kind == '<' || (kind == 'P' && Peek(2) == '<')) {
+        // A named group, ECMAScript's (?<name>...) or Python's (?P<name>...).
         const size_t close = text_.find('>', pos_);
         if (close == std::string_view::npos) return Error(open, "unterminated group name");
         pos_ = close + 1;
@@ -298,8 +301,12 @@ class Parser {
       if (in_class) return Error(at, "octal escapes are not supported");
       return Error(at, "back-references are not supported (not regular)");
     }
-    // An identity escape: the character itself (\. \* \\ \/ ...). A
-    // multi-byte character is decoded whole.
+    // An identity escape: the character itself (\. \* \\ \/ ...). Letters
+    // and digits are refused rather than taken literally: \A, \Z or \z
+    // (anchors elsewhere) would otherwise silently match a letter.
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) {
+      return Error(at, absl::StrCat("unknown escape '\\", std::string(1, c), "'"));
+    }
     --pos_;
     uint32_t cp = 0;
     const int len = DecodeUtf8(text_, pos_, cp);
