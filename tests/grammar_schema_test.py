@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Differential test: JSON Schema to GBNF against Python's jsonschema.
+"""Differential tests: JSON Schema to GBNF against Python's jsonschema, and
+regular expressions to GBNF against Python's re.
 
 For each schema below, a few hundred random JSON values (generated from the
 schema so that about half are valid, then mutated), each serialized compactly
@@ -10,6 +11,10 @@ matcher). Two properties must hold:
             order, is accepted (the schemas here stay inside what the
             converter enforces exactly: no formats, anchored patterns,
             explicit additionalProperties).
+
+Regular expressions: random strings over a small alphabet per expression; the
+grammar must accept exactly those re.fullmatch (ASCII mode, where Python's
+classes are ECMAScript's) accepts.
 
 Usage: KVSERVE_GRAMMAR_CHECK=path grammar_schema_test.py
 Run with Debian's /usr/bin/python3 (python3-jsonschema); exits 77 without it.
@@ -204,9 +209,50 @@ def check(tool, schema, texts):
     return [v == "match" for v in verdicts]
 
 
+# (regex, alphabet of the random strings[, strings always tried])
+REGEXES = [
+    ("[a-z]+(-[a-z]+)*", "ab-z"),
+    ("\\d{3}-\\d{2,4}", "019-"),
+    ("(ab|c)*d?", "abcd"),
+    ("(?:a|bc)+?c{1,2}", "abc"),
+    ("[^ab]{2,3}", "abc\n"),
+    ("\\w+\\s\\W", "a_1 \t-\n"),
+    ("\\D\\S.", "a1 \n-"),
+    ("[\\d\\s]*x", "1 \tx"),
+    (".{0,3}", "a\n\u00e9"),
+    ("a{0}b{2,}c?", "abc"),
+    ("(a*)*b", "ab"),
+    ("(a|b?)+c", "abc"),
+    ("^(x|yz)$|^w+$", "xyzw"),
+    ("[+\\-]?\\d+(\\.\\d+)?([eE][+\\-]?\\d+)?", "1.-+e5"),
+    ("[\\u00e0-\\u00ff]\\u00e9\\x41", "\u00e0\u00e9A\u00ff"),
+    ("\\.\\*\\(\\)[\\]\\-]", ".*()]-", [".*()]", ".*()-", ".*()"]),
+]
+
+
+def check_regexes(rng, failures):
+    for regex, alphabet, *always in REGEXES:
+        texts = sorted({"".join(rng.choice(alphabet) for _ in range(rng.randrange(8)))
+                        for _ in range(400)} | set(always[0] if always else []))
+        run = subprocess.run([TOOL, "--regex", regex], input="".join(json.dumps(t) + "\n" for t in texts),
+                             capture_output=True, text=True, timeout=120)
+        if run.returncode != 0:
+            failures.append(f"regex {regex!r}: kvserve-grammar-check failed: {run.stderr}")
+            continue
+        verdicts = [v == "match" for v in run.stdout.split()]
+        expected = [re.fullmatch(regex, t, re.ASCII) is not None for t in texts]
+        for text, got, want in zip(texts, verdicts, expected):
+            if got != want:
+                failures.append(f"regex {regex!r} on {text!r}: grammar {got}, re {want}")
+        print(f"{sum(expected):4d} of {len(texts)} match: regex {regex}")
+        if not 0 < sum(expected) < len(texts):
+            failures.append(f"regex {regex!r}: the strings do not test both sides")
+
+
 def main():
     rng = random.Random(24)
     failures = []
+    check_regexes(random.Random(25), failures)
     for schema in SCHEMAS:
         validator = Validator(schema)
         values, texts = [], []
@@ -234,7 +280,7 @@ def main():
     if failures:
         print(f"{len(failures)} failures")
         return 1
-    print(f"{len(SCHEMAS)} schemas agree with jsonschema")
+    print(f"{len(SCHEMAS)} schemas agree with jsonschema, {len(REGEXES)} regexes with re")
     return 0
 
 
