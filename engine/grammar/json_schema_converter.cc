@@ -159,6 +159,23 @@ absl::StatusOr<std::optional<int64_t>> SchemaConverter::Count(const SchemaJson& 
   return std::optional<int64_t>(static_cast<int64_t>(value));
 }
 
+bool SchemaConverter::Referenced(const std::string& name, const std::string& except) const {
+  const auto is_name_char = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-';
+  };
+  for (const auto& [rule, body] : rules_) {
+    if (rule == except) continue;
+    for (size_t at = body.find(name); at != std::string::npos; at = body.find(name, at + 1)) {
+      const size_t end = at + name.size();
+      if ((at == 0 || !is_name_char(body[at - 1])) &&
+          (end == body.size() || !is_name_char(body[end]))) {
+        return true;  // or a literal that spells it: then the rule just stays
+      }
+    }
+  }
+  return false;
+}
+
 absl::StatusOr<std::string> SchemaConverter::Convert() {
   ref_rules_[""] = "root";
   order_.push_back("root");
@@ -166,6 +183,12 @@ absl::StatusOr<std::string> SchemaConverter::Convert() {
   auto root = Visit(root_, "", "root", 0);
   if (!root.ok()) return root.status();
   rules_["root"] = *root;
+  // `root ::= root-2` with root-2 used nowhere else: the body moves into root.
+  if (rules_.count(*root) && !IsBuiltinRuleName(*root) && !Referenced(*root, "root")) {
+    rules_["root"] = rules_[*root];
+    rules_.erase(*root);
+    order_.erase(std::find(order_.begin(), order_.end(), *root));
+  }
   std::string out;
   for (const std::string& name : order_) absl::StrAppend(&out, name, " ::= ", rules_[name], "\n");
   return out;

@@ -73,6 +73,8 @@ class SchemaConverter {
   // the rule that already has this body.
   std::string AddRule(const std::string& hint, const std::string& body);
   std::string FreshName(const std::string& hint);
+  // Whether a rule other than `except` uses rule `name`.
+  bool Referenced(const std::string& name, const std::string& except) const;
   // A count keyword (minItems, ...): a non-negative integer up to kMaxSchemaCount.
   absl::StatusOr<std::optional<int64_t>> Count(const SchemaJson& schema, std::string_view key,
                                                const std::string& pointer);
