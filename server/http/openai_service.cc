@@ -1,6 +1,7 @@
 #include "server/http/openai_service.h"
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
@@ -174,7 +175,16 @@ std::variant<HttpReply, StartedGeneration> OpenAiService::Generate(Endpoint endp
   for (int i = 0; i < r.n; ++i) {
     absl::StatusOr<Request> request =
         ToEngineRequest(generate, engine_, absl::InfiniteFuture());
-    if (!request.ok()) return fail(ToHttpError(request.status(), names));
+    if (!request.ok()) {
+      absl::Status status = request.status();
+      // A constraint past the size or compile-time limit is the request's
+      // fault, not a busy server: 400, not 429's "retry later".
+      if (status.code() == absl::StatusCode::kResourceExhausted &&
+          absl::StartsWith(status.message(), "sampling.")) {
+        status = absl::InvalidArgumentError(status.message());
+      }
+      return fail(ToHttpError(status, names));
+    }
     access.prompt_tokens = static_cast<int64_t>(request->prompt.size());
     request->request_id = r.n == 1 ? id : absl::StrCat(id, "-", i);
     // Independent choices: each its own seed when the client fixed one.
