@@ -50,6 +50,7 @@ TEST_PACKAGES=(
   curl openssl
   python3-jinja2
   python3-h2
+  python3-jsonschema  # tests/grammar_schema_test.py
   clang libclang-rt-dev
   # Go: GOPATH mode on /usr/share/gocode. grpc-go accepts golang/protobuf 1.3
   # or 1.5; only 1.5 marshals protoc-gen-go's messages, so it is named here.

@@ -9,7 +9,11 @@
 // #/definitions/... (recursive references included), string minLength /
 // maxLength / pattern / format (date, time, date-time, uuid, email, ipv4),
 // integer and number (minimum / maximum where they bound the digits). A
-// keyword that cannot be enforced is refused, not ignored.
+// keyword that cannot be enforced is refused, not ignored. With `properties`
+// and no additionalProperties, no other members are allowed (xgrammar's
+// strict mode, vLLM's default; OpenAI's strict mode demands `false` there);
+// properties come in schema order.
+// The whole subset: docs/structured_outputs.md, "JSON Schema support".
 #pragma once
 
 #include <string>

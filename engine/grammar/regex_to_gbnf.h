@@ -3,7 +3,8 @@
 // . [..] [^..] \d \w \s \D \W \S escapes, ( ) (?: ) groups, |, * + ? {m}
 // {m,} {m,n} (lazy forms accepted, same language), ^ and $ only at the ends
 // (the whole output always matches). Back-references and look-around are
-// refused: they are not regular.
+// refused: they are not regular. `.` is any character but \n (as Python's
+// re, which jsonschema uses). Details: docs/structured_outputs.md.
 #pragma once
 
 #include <string>

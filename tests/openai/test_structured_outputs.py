@@ -136,8 +136,15 @@ class StructuredOutputsTest(ServerTestCase):
     def test_json_object(self):
         response = self.chat("Describe Paris as JSON.", temperature=0.8, seed=3, n=4,
                              max_completion_tokens=300, response_format={"type": "json_object"})
-        for choice in response.choices:
+        # Any object may nest without end (at 0.8 SmolLM2 sometimes does): an
+        # answer cut by max_completion_tokens is a prefix of one, the rest must parse.
+        finished = [c for c in response.choices if c.finish_reason == "stop"]
+        self.assertTrue(finished, [c.message.content for c in response.choices])
+        for choice in finished:
             self.assertIsInstance(json.loads(choice.message.content), dict)
+        for choice in response.choices:
+            if choice.finish_reason == "length":
+                self.assertTrue(choice.message.content.lstrip().startswith("{"))
 
     def test_regex_holds_on_100_samples(self):
         for regex in REGEXES:
