@@ -29,6 +29,7 @@ std::string FinishReasonName(v1::FinishReason reason) {
     case v1::FINISH_REASON_LENGTH: return "length";
     case v1::FINISH_REASON_EOS: return "eos";
     case v1::FINISH_REASON_STOP: return "stop";
+    case v1::FINISH_REASON_TOOL_CALLS: return "tool_calls";
     default: return "unspecified";
   }
 }

@@ -34,4 +34,13 @@ absl::StatusOr<ChatSetup> SetUpChat(const std::optional<ChatTemplateSource>& sou
   return setup;
 }
 
+absl::StatusOr<tool_calls::ToolCallFormat> ResolveToolCallFormat(
+    const std::string& flag, const std::optional<ChatTemplateSource>& source) {
+  if (flag == "auto") {
+    return source ? tool_calls::DetectToolCallFormat(source->text)
+                  : tool_calls::ToolCallFormat::kNone;
+  }
+  return tool_calls::ToolCallFormatFromName(flag);
+}
+
 }  // namespace kvserve

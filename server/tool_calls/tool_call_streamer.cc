@@ -88,6 +88,7 @@ StreamDelta ToolCallStreamer::Add(std::string_view text) {
 }
 
 StreamDelta ToolCallStreamer::Finish() {
+  finished_ = true;
   switch (plan_.mode) {
     case ToolCallMode::kOff:
       return {};

@@ -62,6 +62,11 @@ class ToolCallStreamer {
 
   /// The calls emitted so far, arguments whole as far as they came.
   const std::vector<ToolCall>& calls() const { return calls_; }
+  /// How many of calls() have their whole arguments (a named function's one
+  /// call only once the output ended).
+  size_t complete_calls() const {
+    return plan_.mode == ToolCallMode::kNamed && !finished_ ? 0 : calls_.size();
+  }
 
  private:
   void Emit(FunctionCall call, StreamDelta& out);
@@ -76,6 +81,7 @@ class ToolCallStreamer {
   size_t content_sent_ = 0;                 // bytes of text_ sent as content
   size_t section_ = std::string::npos;      // kParse: where the calls begin
   std::vector<ToolCall> calls_;
+  bool finished_ = false;
 };
 
 /// Whole output → content and calls, for a non-streamed reply.
