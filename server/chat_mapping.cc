@@ -13,7 +13,16 @@ namespace {
 // an object (Llama 3.1 and Qwen2.5 write `arguments | tojson`, which would
 // quote a string twice; Hermes takes either), and content null when the
 // assistant only called tools.
-absl::StatusOr<nlohmann::ordered_json> MessageJson(const v1::ChatMessage& message, int i) {
+//
+// Mistral's templates refuse ids that are not 9 alphanumerics: for them an
+// id is cut to its last 9 characters (as vLLM does), so that ids kvserve made
+// ("call_" + 24) come back through the conversation.
+std::string TemplateId(const std::string& id, bool nine_chars) {
+  return nine_chars && id.size() > 9 ? id.substr(id.size() - 9) : id;
+}
+
+absl::StatusOr<nlohmann::ordered_json> MessageJson(const v1::ChatMessage& message, int i,
+                                                   bool nine_char_ids) {
   nlohmann::ordered_json turn = {{"role", message.role()}, {"content", message.content()}};
   if (message.tool_calls_size() > 0) {
     if (message.content().empty()) turn["content"] = nullptr;
@@ -27,13 +36,15 @@ absl::StatusOr<nlohmann::ordered_json> MessageJson(const v1::ChatMessage& messag
       if (arguments.is_discarded() || !arguments.is_object()) {
         return absl::InvalidArgumentError(at + ".arguments must be the JSON text of an object");
       }
-      calls.push_back({{"id", call.id()},
+      calls.push_back({{"id", TemplateId(call.id(), nine_char_ids)},
                        {"type", "function"},
                        {"function", {{"name", call.name()}, {"arguments", std::move(arguments)}}}});
     }
     turn["tool_calls"] = std::move(calls);
   }
-  if (!message.tool_call_id().empty()) turn["tool_call_id"] = message.tool_call_id();
+  if (!message.tool_call_id().empty()) {
+    turn["tool_call_id"] = TemplateId(message.tool_call_id(), nine_char_ids);
+  }
   if (!message.name().empty()) turn["name"] = message.name();
   return turn;
 }
@@ -62,7 +73,8 @@ absl::StatusOr<ChatPrompt> RenderChat(
       return absl::InvalidArgumentError(absl::StrCat("messages[", i, "].role is empty"));
     }
     // proto3 has already checked that role and content are valid UTF-8.
-    absl::StatusOr<nlohmann::ordered_json> turn = MessageJson(message, i);
+    absl::StatusOr<nlohmann::ordered_json> turn = MessageJson(
+        message, i, chat.tool_call_format == tool_calls::ToolCallFormat::kMistral);
     if (!turn.ok()) return turn.status();
     conversation.push_back(*std::move(turn));
   }

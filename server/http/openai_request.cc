@@ -324,9 +324,12 @@ absl::Status ParseTools(Fields& f, OpenAiRequest& r) {
         return absl::InvalidArgumentError("tool_choice.type must be \"function\"");
       }
       auto function = choice->find("function");
-      auto name = function != choice->end() && function->is_object() ? function->find("name")
-                                                                      : choice->end();
-      if (name == choice->end() || !name->is_string()) {
+      const json* name = nullptr;
+      if (function != choice->end() && function->is_object()) {
+        auto it = function->find("name");
+        if (it != function->end()) name = &*it;
+      }
+      if (name == nullptr || !name->is_string()) {
         return absl::InvalidArgumentError("tool_choice.function.name is required (a string)");
       }
       out->set_function_name(name->get<std::string>());
