@@ -179,6 +179,81 @@ TEST_F(ChatApiTest, BadConversationsAreRefusedByName) {
   EXPECT_EQ(too_long.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+constexpr char kWeatherTool[] =
+    R"([{"type": "function", "function": {"name": "get_weather", "parameters": )"
+    R"({"type": "object", "properties": {"city": {"type": "string"}}}}}])";
+
+// tool_choice naming a function: the output is that call's arguments (the
+// constraint is its parameters schema), in tool_calls and not in text, unary
+// and streamed alike; the reply's tokens are what the request generated.
+TEST_F(ChatApiTest, NamedToolChoiceReturnsOneCallOverChatAndChatStream) {
+  v1::ChatRequest chat;
+  AddMessage(chat.mutable_messages(), "user", "Weather in Paris?");
+  chat.set_tools_json(kWeatherTool);
+  chat.mutable_tool_choice()->set_function_name("get_weather");
+  chat.mutable_stopping()->set_max_new_tokens(6);
+  auto answer = server_->client->Chat(chat);
+  ASSERT_TRUE(answer.ok()) << answer.status();
+  ASSERT_EQ(answer->tool_calls_size(), 1);
+  EXPECT_EQ(answer->tool_calls(0).name(), "get_weather");
+  EXPECT_THAT(answer->tool_calls(0).id(), ::testing::MatchesRegex("call_[0-9A-Za-z]{24}"));
+  EXPECT_EQ(answer->text(), "");  // all of it is the call's arguments
+  EXPECT_GT(answer->token_ids_size(), 0);
+  // The random model runs into max_new_tokens: "length" says the call may be cut.
+  if (answer->finish_reason() != v1::FINISH_REASON_LENGTH) {
+    EXPECT_EQ(answer->finish_reason(), v1::FINISH_REASON_TOOL_CALLS);
+  }
+
+  StreamResult streamed = server_->client->ChatStream(chat);
+  ASSERT_TRUE(streamed.status.ok()) << streamed.status.error_message();
+  ASSERT_EQ(streamed.response.tool_calls_size(), 1);
+  EXPECT_EQ(streamed.response.tool_calls(0).name(), "get_weather");
+  EXPECT_EQ(streamed.response.tool_calls(0).arguments(), answer->tool_calls(0).arguments());
+  EXPECT_EQ(streamed.response.text(), "");
+}
+
+TEST_F(ChatApiTest, BadToolsAndToolChoicesAreRefusedByName) {
+  struct Case {
+    std::string tools_json;
+    std::function<void(v1::ChatRequest&)> choose;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {R"([{"type": "function", "function": {"name": "has space"}}])", nullptr,
+       "tools_json[0].function.name must be 1 to 64 characters"},
+      {R"([{"type": "retrieval"}])", nullptr, "tools_json[0].type must be \"function\""},
+      {R"([{"type": "function", "function": {"name": "f", "parameters": []}}])", nullptr,
+       "tools_json[0].function.parameters must be a JSON Schema object"},
+      {R"([{"type": "function", "function": {"name": "f"}},
+           {"type": "function", "function": {"name": "f"}}])",
+       nullptr, "tools_json[1].function.name \"f\" is defined twice"},
+      {kWeatherTool, [](v1::ChatRequest& c) { c.mutable_tool_choice()->set_mode("always"); },
+       "tool_choice must be"},
+      {kWeatherTool,
+       [](v1::ChatRequest& c) { c.mutable_tool_choice()->set_function_name("get_time"); },
+       "tool_choice names the function \"get_time\""},
+      {"", [](v1::ChatRequest& c) { c.mutable_tool_choice()->set_mode("required"); },
+       "tool_choice needs tools"},
+      {kWeatherTool,
+       [](v1::ChatRequest& c) {
+         c.mutable_tool_choice()->set_mode("required");
+         c.mutable_sampling()->set_regex("a+");
+       },
+       "cannot be combined with a constraint"},
+  };
+  for (const Case& c : cases) {
+    v1::ChatRequest chat;
+    AddMessage(chat.mutable_messages(), "user", "x");
+    chat.set_tools_json(c.tools_json);
+    if (c.choose) c.choose(chat);
+    auto unary = server_->client->Chat(chat);
+    EXPECT_EQ(unary.status().code(), absl::StatusCode::kInvalidArgument) << c.expected;
+    EXPECT_THAT(unary.status().message(), ::testing::HasSubstr(c.expected));
+    StreamResult streamed = server_->client->ChatStream(chat);
+    EXPECT_EQ(streamed.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << c.expected;
+  }
+}
+
 TEST(ChatWithoutTemplateTest, ChatIsAFailedPreconditionAndGenerateStillWorks) {
   auto server = StartTestServer(FixtureDir("tiny-qwen2"));
   ASSERT_NE(server, nullptr);
