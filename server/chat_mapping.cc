@@ -11,8 +11,9 @@ namespace {
 // One message as the real templates read it (OpenAI's shape): an assistant's
 // tool calls as {id, type, function: {name, arguments}} with the arguments as
 // an object (Llama 3.1 and Qwen2.5 write `arguments | tojson`, which would
-// quote a string twice; Hermes takes either), and content null when the
-// assistant only called tools.
+// quote a string twice; Hermes takes either). An assistant that only called
+// tools has content "" rather than null: the tool-call templates test it for
+// truth either way, and the others (plain ChatML) concatenate it.
 //
 // Mistral's templates refuse ids that are not 9 alphanumerics: for them an
 // id is cut to its last 9 characters (as vLLM does), so that ids kvserve made
@@ -25,7 +26,6 @@ absl::StatusOr<nlohmann::ordered_json> MessageJson(const v1::ChatMessage& messag
                                                    bool nine_char_ids) {
   nlohmann::ordered_json turn = {{"role", message.role()}, {"content", message.content()}};
   if (message.tool_calls_size() > 0) {
-    if (message.content().empty()) turn["content"] = nullptr;
     nlohmann::ordered_json calls = nlohmann::ordered_json::array();
     for (int j = 0; j < message.tool_calls_size(); ++j) {
       const v1::ToolCall& call = message.tool_calls(j);

@@ -43,7 +43,7 @@ class ToolCallTemplateTest : public ::testing::Test {
     user->set_role("user");
     user->set_content("Weather in Paris?");
     v1::ChatMessage* assistant = messages_.Add();
-    assistant->set_role("assistant");  // content empty: only a call (null for the template)
+    assistant->set_role("assistant");  // content empty: only a call
     v1::ToolCall* call = assistant->add_tool_calls();
     call->set_id("call_abcdefghijklmnopqrstuvwx");
     call->set_name("get_weather");
