@@ -134,6 +134,7 @@ class Backend {
   virtual absl::Status PrefillAttention(const PrefillAttentionParams& params) = 0;
   virtual absl::Status DecodeAttention(const DecodeAttentionParams& params) = 0;
   virtual absl::Status Sample(const SampleParams& params) = 0;
+  virtual absl::Status MaskLogits(const MaskLogitsParams& params) = 0;
 };
 
 }  // namespace kvserve

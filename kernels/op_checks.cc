@@ -288,4 +288,20 @@ absl::Status CheckSample(const SampleParams& p) {
   return CheckLogprobOutputs(p.logprobs, p.num_rows);
 }
 
+absl::Status CheckMaskLogits(const MaskLogitsParams& p) {
+  constexpr absl::string_view op = "MaskLogits";
+  if (p.logits.dtype != DType::kFloat32 || p.logits.rank != 2) {
+    return Mismatch(op, "logits [S, V] float32", p.logits);
+  }
+  if (p.rows.dtype != DType::kInt32 || p.rows.rank != 1) {
+    return Mismatch(op, "rows [M] int32", p.rows);
+  }
+  const int64_t words = (p.logits.dim(1) + 31) / 32;
+  if (p.masks.dtype != DType::kInt32 || p.masks.rank != 2 || p.masks.dim(0) != p.rows.dim(0) ||
+      p.masks.dim(1) != words) {
+    return Mismatch(op, "masks [M, ceil(V / 32)] int32", p.masks);
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace kvserve

@@ -25,5 +25,6 @@ absl::Status CheckGatherRows(Tensor x, Tensor rows, Tensor out);
 absl::Status CheckPrefillAttention(const PrefillAttentionParams& p);
 absl::Status CheckDecodeAttention(const DecodeAttentionParams& p);
 absl::Status CheckSample(const SampleParams& p);
+absl::Status CheckMaskLogits(const MaskLogitsParams& p);
 
 }  // namespace kvserve

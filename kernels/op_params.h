@@ -130,6 +130,16 @@ struct LogprobOutputs {
 /// order is used, else a subset walked in id order). The token is where the
 /// cumulative probability first exceeds uniform * total. temperature 0 =
 /// argmax (lowest id on ties), and uniform is ignored.
+/// Structured outputs: each listed row may draw only the tokens whose bit is
+/// set in its mask (bit v of word v / 32, least significant first); the
+/// others' logits become −∞. Run before Sample, so that the sampler's
+/// log-probabilities are of the allowed tokens.
+struct MaskLogitsParams {
+  Tensor logits;  // [S, V] float32, changed in place
+  Tensor rows;    // [M] int32: the logits row each mask applies to
+  Tensor masks;   // [M, ceil(V / 32)] int32 (bit words)
+};
+
 struct SampleParams {
   Tensor logits;       // [S, V] float32
   Tensor temperature;  // [S] float32

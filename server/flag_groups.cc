@@ -14,7 +14,8 @@ std::vector<FlagGroup> ServerFlagGroups() {
       {"Engine and KV cache",
        {"max_num_seqs", "max_num_batched_tokens", "block_size", "num_kv_blocks",
         "kv_cache_memory_mb", "enable_prefix_caching", "max_queued_requests",
-        "default_max_new_tokens", "max_unsent_tokens", "max_stall_s"}},
+        "default_max_new_tokens", "max_unsent_tokens", "max_stall_s",
+        "max_constraint_bytes", "max_constraint_compile_ms"}},
       {"gRPC connection limits (docs/limits.md)", {"grpc_*", "malloc_trim_interval_s"}},
       {"Logging", {"log_*"}},
   };

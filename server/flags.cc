@@ -58,6 +58,12 @@ ABSL_FLAG(int, max_unsent_tokens, 256,
 ABSL_FLAG(double, max_stall_s, 60,
           "A stream paused this long (its client reads nothing) ends with RESOURCE_EXHAUSTED "
           "and its KV blocks are freed; 0 = never.");
+ABSL_FLAG(int, max_constraint_bytes, 256 * 1024,
+          "Structured outputs: the largest JSON schema, regex, grammar or choice list a request "
+          "may send; larger ones get RESOURCE_EXHAUSTED (docs/structured_outputs.md).");
+ABSL_FLAG(int, max_constraint_compile_ms, 2000,
+          "Structured outputs: time a constraint may take to compile (its first token's mask "
+          "included); slower ones get RESOURCE_EXHAUSTED.");
 ABSL_FLAG(double, shutdown_grace_s, 5.0,
           "On SIGTERM/SIGINT, seconds in-flight requests get to finish; then they end with "
           "UNAVAILABLE (\"server shutting down: the drain grace of N s ran out\").");

@@ -27,6 +27,8 @@ ABSL_DECLARE_FLAG(bool, cuda_tune_gemms);
 ABSL_DECLARE_FLAG(int, max_queued_requests);
 ABSL_DECLARE_FLAG(int, default_max_new_tokens);
 ABSL_DECLARE_FLAG(int, max_unsent_tokens);
+ABSL_DECLARE_FLAG(int, max_constraint_bytes);
+ABSL_DECLARE_FLAG(int, max_constraint_compile_ms);
 ABSL_DECLARE_FLAG(double, max_stall_s);
 ABSL_DECLARE_FLAG(double, shutdown_grace_s);
 ABSL_DECLARE_FLAG(std::string, tls_cert);

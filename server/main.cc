@@ -83,6 +83,9 @@ int Run(const std::vector<char*>& positional) {
   config.max_queued_requests = absl::GetFlag(FLAGS_max_queued_requests);
   config.default_max_new_tokens = static_cast<uint32_t>(std::max(0, absl::GetFlag(FLAGS_default_max_new_tokens)));
   config.max_unsent_tokens = absl::GetFlag(FLAGS_max_unsent_tokens);
+  config.constraints.max_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_max_constraint_bytes));
+  config.constraints.max_compile_time =
+      std::chrono::milliseconds(absl::GetFlag(FLAGS_max_constraint_compile_ms));
   config.max_stall_s = absl::GetFlag(FLAGS_max_stall_s);
   if (absl::Status s = config.Validate(); !s.ok()) {
     KV_LOG(ERROR) << s.message();

@@ -20,6 +20,36 @@ std::string NewRequestId() {
   return absl::StrCat("req-", counter.fetch_add(1) + 1);
 }
 
+absl::StatusOr<grammar::ConstraintSpec> ToConstraintSpec(const v1::SamplingParams& s) {
+  using Kind = grammar::ConstraintSpec::Kind;
+  grammar::ConstraintSpec spec;
+  switch (s.constraint_case()) {
+    case v1::SamplingParams::kJsonSchema:
+      spec = {Kind::kJsonSchema, s.json_schema()};
+      break;
+    case v1::SamplingParams::kRegex:
+      spec = {Kind::kRegex, s.regex()};
+      break;
+    case v1::SamplingParams::kGrammar:
+      spec = {Kind::kGrammar, s.grammar()};
+      break;
+    case v1::SamplingParams::kChoice:
+      spec.kind = Kind::kChoice;
+      spec.choices.assign(s.choice().choices().begin(), s.choice().choices().end());
+      break;
+    case v1::SamplingParams::kJsonObject:
+      if (!s.json_object()) {
+        return absl::InvalidArgumentError(
+            "sampling.json_object must be true when set (leave it unset for no constraint)");
+      }
+      spec.kind = Kind::kJsonObject;
+      break;
+    case v1::SamplingParams::CONSTRAINT_NOT_SET:
+      break;
+  }
+  return spec;
+}
+
 }  // namespace
 
 absl::StatusOr<Request> ToEngineRequest(const v1::GenerateRequest& proto, const Engine& engine,
@@ -71,6 +101,14 @@ absl::StatusOr<Request> ToEngineRequest(const v1::GenerateRequest& proto, const 
   if (s.has_min_p()) r.sampling.min_p = s.min_p();
   r.sampling.min_new_tokens = s.min_new_tokens();
   if (s.has_logprobs()) r.sampling.logprobs = s.logprobs();
+  if (s.constraint_case() != v1::SamplingParams::CONSTRAINT_NOT_SET) {
+    absl::StatusOr<grammar::ConstraintSpec> spec = ToConstraintSpec(s);
+    if (!spec.ok()) return spec.status();
+    absl::StatusOr<std::shared_ptr<grammar::CompiledConstraint>> compiled =
+        engine.CompileConstraint(*spec);
+    if (!compiled.ok()) return compiled.status();
+    r.constraint = *std::move(compiled);
+  }
   const v1::StoppingCriteria& st = proto.stopping();
   if (st.has_max_new_tokens()) r.stopping.max_new_tokens = st.max_new_tokens();
   r.stopping.stop.assign(st.stop().begin(), st.stop().end());

@@ -62,6 +62,9 @@ class CountingBackend final : public Backend {
     return inner_->DecodeAttention(params);
   }
   absl::Status Sample(const SampleParams& params) override { return inner_->Sample(params); }
+  absl::Status MaskLogits(const MaskLogitsParams& params) override {
+    return inner_->MaskLogits(params);
+  }
 
  private:
   std::unique_ptr<Backend> inner_;

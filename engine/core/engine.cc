@@ -287,6 +287,13 @@ void Engine::AdmitSubmitted(std::vector<std::unique_ptr<ActiveRequest>> submitte
     seq->sampling.seed = req->seed;
     seq->sampling.banned_tokens = req->banned;
     seq->sampling.capture_logits = req->request.capture_logits;
+    if (req->request.constraint != nullptr) {
+      seq->sampling.constraint = req->request.constraint;
+      seq->sampling.end_tokens = info_.eos_token_ids;
+      const auto& stop_ids = req->request.stopping.stop_token_ids;
+      seq->sampling.end_tokens.insert(seq->sampling.end_tokens.end(), stop_ids.begin(),
+                                      stop_ids.end());
+    }
     req->seq = seq.get();
     scheduler_->Add(std::move(seq));
     RequestAdded added;

@@ -69,6 +69,12 @@ class Engine {
   const ModelInfo& info() const { return info_; }
   /// Null when the model has no tokenizer.
   const Tokenizer* tokenizer() const { return source_.tokenizer.get(); }
+  /// Compiles a structured-output constraint for this model's vocabulary
+  /// (cached by content; thread-safe). Errors name the API field
+  /// ("sampling.regex: at offset 3: ..."): INVALID_ARGUMENT, or
+  /// RESOURCE_EXHAUSTED past EngineConfig::constraints' limits.
+  absl::StatusOr<std::shared_ptr<grammar::CompiledConstraint>> CompileConstraint(
+      const grammar::ConstraintSpec& spec) const;
   /// Requests submitted whose client has not yet seen the end (the output stage counts them down).
   int num_live_requests() const { return live_requests_.load(); }
   /// KV blocks held right now (read from the engine's last update).
@@ -108,6 +114,8 @@ class Engine {
 
   EngineConfig config_;
   ModelSource source_;
+  mutable std::once_flag constraint_compiler_once_;
+  mutable std::unique_ptr<grammar::ConstraintCompiler> constraint_compiler_;
   std::unique_ptr<Backend> backend_;
   StatsObserver* stats_;
   ModelInfo info_;

@@ -9,6 +9,14 @@ absl::Status EngineConfig::Validate() const {
     return absl::InvalidArgumentError(absl::StrCat("--", flag, " must be ", limit, ", got ", value));
   };
   if (max_num_seqs < 1 || max_num_seqs > 4096) return bad("max_num_seqs", "in [1, 4096]", max_num_seqs);
+  if (constraints.max_bytes < 1 || constraints.max_bytes > (size_t(64) << 20)) {
+    return bad("max_constraint_bytes", "in [1, 67108864]",
+               static_cast<int64_t>(constraints.max_bytes));
+  }
+  if (constraints.max_compile_time.count() < 1 || constraints.max_compile_time.count() > 600000) {
+    return bad("max_constraint_compile_ms", "in [1, 600000]",
+               constraints.max_compile_time.count());
+  }
   if (max_num_batched_tokens < max_num_seqs || max_num_batched_tokens > (1 << 20)) {
     return bad("max_num_batched_tokens", absl::StrCat("in [max_num_seqs = ", max_num_seqs, ", 2^20]"),
                max_num_batched_tokens);

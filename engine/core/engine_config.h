@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
+#include "engine/grammar/constraint_compiler.h"
 
 namespace kvserve {
 
@@ -35,6 +36,10 @@ struct EngineConfig {
   /// sequence (built from the schedule's messages) equals the scheduler's;
   /// a mismatch fails the step's requests with INTERNAL.
   bool verify_runner_state = false;
+  /// Structured outputs: size and compile-time limits of a constraint
+  /// (--max_constraint_bytes, --max_constraint_compile_ms) and how many
+  /// compiled ones are cached.
+  grammar::ConstraintLimits constraints;
 
   /// InvalidArgument naming the flag and its limit.
   absl::Status Validate() const;

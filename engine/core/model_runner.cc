@@ -41,6 +41,8 @@ absl::StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(Backend& backen
   ASSIGN_OR_RETURN(runner->int_buffer_, backend.Allocate(ints * sizeof(int32_t)));
   runner->host_ints_.reserve(ints);
   ASSIGN_OR_RETURN(runner->sampling_, SamplingBatch::Create(backend, max_seqs));
+  ASSIGN_OR_RETURN(runner->masks_,
+                   ConstraintMasks::Create(backend, max_seqs, model.config().vocab_size));
   runner->state_ = std::make_unique<RunnerState>(max_seqs, runner->max_blocks_per_seq_);
   // Every bucket's layout starts at the buffer's start: steps never overlap,
   // and the packed layout above is at least as large as the largest bucket.
@@ -108,6 +110,7 @@ absl::Status ModelRunner::PrepareInputs(const ScheduleOutput& schedule, StepResu
   RETURN_IF_ERROR(state_->Apply(schedule));
   step_.Clear();
   sampling_->Clear();
+  masks_->Clear();
   bucket_ = -1;
   const bool one_token_chunks =
       std::all_of(schedule.chunks.begin(), schedule.chunks.end(),
@@ -166,6 +169,7 @@ absl::Status ModelRunner::PreparePacked(const ScheduleOutput& schedule, StepResu
     if (c->samples) {
       sample_rows.push_back(static_cast<int32_t>(tokens.size()) - 1);
       sampling_->Add(state_->NextSamplingRow(*seq));
+      masks_->Add(sampling_->size() - 1, *seq);
       result.seq_ids.push_back(c->seq_id);
     }
   }
@@ -215,6 +219,8 @@ absl::StatusOr<SampleParams> ModelRunner::Sample(Tensor logits, StepResult& resu
                                           result.logits[i].data()));
     }
   }
+  // Structured outputs: after the capture (raw logits), before the sampler.
+  RETURN_IF_ERROR(masks_->Apply(logits));
   ASSIGN_OR_RETURN(const SampleParams sp, sampling_->Upload(logits));
   RETURN_IF_ERROR(backend_.Sample(sp));
   return sp;

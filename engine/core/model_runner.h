@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "engine/core/constraint_masks.h"
 #include "engine/core/decode_buckets.h"
 #include "engine/core/runner_state.h"
 #include "engine/core/sampling_batch.h"
@@ -76,6 +77,7 @@ class ModelRunner {
   DeviceBufferPtr int_buffer_;
   std::vector<int32_t> host_ints_;
   std::unique_ptr<SamplingBatch> sampling_;
+  std::unique_ptr<ConstraintMasks> masks_;
   std::unique_ptr<RunnerState> state_;
   std::unique_ptr<DecodeBuckets> buckets_;
   int bucket_ = -1;  // this step's index in buckets_->all(), or -1 (packed)

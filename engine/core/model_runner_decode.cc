@@ -45,6 +45,7 @@ absl::Status ModelRunner::PrepareDecodeBucket(const ScheduleOutput& schedule, St
     last_columns = columns;
     if (c.samples) {
       sampling_->Add(state_->NextSamplingRow(seq));
+      masks_->Add(sampling_->size() - 1, seq);
       result.seq_ids.push_back(c.seq_id);
     }
   }

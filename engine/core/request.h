@@ -4,12 +4,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "engine/grammar/compiled_constraint.h"
 
 namespace kvserve {
 
@@ -47,6 +49,10 @@ struct Request {
   absl::Time deadline = absl::InfiniteFuture();
   /// For tests and tools: return the logits each sampled token was drawn from.
   bool capture_logits = false;
+  /// Structured output (compiled by the server: grammar::ConstraintCompiler):
+  /// each token is drawn from those the constraint allows, and the
+  /// end-of-sequence and stop token ids only where it may end. Null: none.
+  std::shared_ptr<grammar::CompiledConstraint> constraint;
 };
 
 enum class FinishReason { kNone, kLength, kEos, kStop };

@@ -65,6 +65,16 @@ absl::Status ValidateRequest(const Request& r, const ModelInfo& m) {
   }
 
   const StoppingOptions& st = r.stopping;
+  if (r.constraint != nullptr && st.ignore_eos) {
+    return Invalid("stopping.ignore_eos cannot be combined with a constraint (sampling.",
+                   r.constraint->description(),
+                   "): the output ends with the end-of-sequence token where the constraint "
+                   "is complete");
+  }
+  if (r.constraint != nullptr && m.eos_token_ids.empty() && st.stop_token_ids.empty()) {
+    return Invalid("a constraint needs an end token: the model has no end-of-sequence id; give "
+                   "stopping.stop_token_ids");
+  }
   if (st.max_new_tokens) {
     if (*st.max_new_tokens == 0) return Invalid("stopping.max_new_tokens must be >= 1, got 0");
     if (*st.max_new_tokens > static_cast<uint32_t>(m.max_context)) {

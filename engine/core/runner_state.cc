@@ -84,6 +84,11 @@ absl::Status RunnerState::Add(const NewSequenceData& d) {
   seq.num_computed = d.num_computed;
   seq.num_blocks = 0;
   seq.sampling = d.sampling;
+  seq.matcher = {};
+  if (seq.sampling.constraint != nullptr) {
+    seq.matcher.constraint = seq.sampling.constraint;
+    seq.matcher.state = seq.matcher.constraint->Start();
+  }
   // The generator as it stands after the tokens generated so far (resumed
   // after preemption: one draw per generated token).
   seq.rng.seed(d.sampling.seed);

@@ -31,6 +31,9 @@ struct RunnerSequence {
   SequenceSampling sampling;
   std::mt19937_64 rng;  // one draw per sampled token
   TokenCounts counts;   // for the penalties; empty without them
+  /// Where its constraint stands (unused without one): ConstraintMasks
+  /// replays the generated tokens into it before each sample.
+  grammar::ConstraintMatcher matcher;
 
   int num_generated() const { return static_cast<int>(tokens.size()) - prompt_len; }
 };

@@ -21,6 +21,10 @@ struct SequenceSampling {
   /// EOS and stop ids, masked while fewer than options.min_new_tokens are generated.
   std::vector<int32_t> banned_tokens;
   bool capture_logits = false;
+  /// Structured output (Request::constraint), and the ids that end the
+  /// output where the constraint may end (EOS and stop token ids).
+  std::shared_ptr<grammar::CompiledConstraint> constraint;
+  std::vector<int32_t> end_tokens;
 };
 
 }  // namespace kvserve

@@ -166,4 +166,10 @@ absl::Status CpuBackend::Sample(const SampleParams& params) {
   return absl::OkStatus();
 }
 
+absl::Status CpuBackend::MaskLogits(const MaskLogitsParams& params) {
+  RETURN_IF_ERROR(CheckMaskLogits(params));
+  cpu::MaskLogits(params);
+  return absl::OkStatus();
+}
+
 }  // namespace kvserve

@@ -44,6 +44,7 @@ class CpuBackend final : public Backend {
   absl::Status PrefillAttention(const PrefillAttentionParams& params) override;
   absl::Status DecodeAttention(const DecodeAttentionParams& params) override;
   absl::Status Sample(const SampleParams& params) override;
+  absl::Status MaskLogits(const MaskLogitsParams& params) override;
 
  private:
   CpuWeights weights_;

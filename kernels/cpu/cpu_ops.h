@@ -21,5 +21,6 @@ absl::Status WriteKvCache(Tensor k, Tensor v, Tensor slot_mapping, const PagedKv
 absl::Status PrefillAttention(const PrefillAttentionParams& p);
 absl::Status DecodeAttention(const DecodeAttentionParams& p);
 void Sample(const SampleParams& p);
+void MaskLogits(const MaskLogitsParams& p);
 
 }  // namespace kvserve::cpu

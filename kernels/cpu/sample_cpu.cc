@@ -120,3 +120,19 @@ void Sample(const SampleParams& p) {
 }
 
 }  // namespace kvserve::cpu
+
+namespace kvserve::cpu {
+
+void MaskLogits(const MaskLogitsParams& p) {
+  const int64_t vocab = p.logits.dim(1);
+  const int64_t words = p.masks.dim(1);
+  for (int64_t m = 0; m < p.rows.dim(0); ++m) {
+    float* row = p.logits.as<float>() + int64_t(p.rows.as<int32_t>()[m]) * vocab;
+    const uint32_t* mask = reinterpret_cast<const uint32_t*>(p.masks.as<int32_t>()) + m * words;
+    for (int64_t v = 0; v < vocab; ++v) {
+      if (((mask[v >> 5] >> (v & 31)) & 1u) == 0) row[v] = -INFINITY;
+    }
+  }
+}
+
+}  // namespace kvserve::cpu

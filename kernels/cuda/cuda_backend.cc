@@ -423,4 +423,9 @@ absl::Status CudaBackend::Sample(const SampleParams& params) {
   return LaunchSample(params, stream());
 }
 
+absl::Status CudaBackend::MaskLogits(const MaskLogitsParams& params) {
+  RETURN_IF_ERROR(CheckMaskLogits(params));
+  return LaunchMaskLogits(params, stream());
+}
+
 }  // namespace kvserve::cuda

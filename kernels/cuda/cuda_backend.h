@@ -91,6 +91,7 @@ class CudaBackend final : public Backend {
   absl::Status PrefillAttention(const PrefillAttentionParams& params) override;
   absl::Status DecodeAttention(const DecodeAttentionParams& params) override;
   absl::Status Sample(const SampleParams& params) override;
+  absl::Status MaskLogits(const MaskLogitsParams& params) override;
 
   cudaStream_t stream() const { return stream_.get(); }
   /// The fast kernels that failed their start-up check (the reference serves

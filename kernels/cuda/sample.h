@@ -10,5 +10,7 @@
 namespace kvserve::cuda {
 
 absl::Status LaunchSample(const SampleParams& p, cudaStream_t stream);
+/// MaskLogitsParams' rule (mask_logits.cu).
+absl::Status LaunchMaskLogits(const MaskLogitsParams& p, cudaStream_t stream);
 
 }  // namespace kvserve::cuda

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "kernels/backend.h"
+#include "kernels/op_checks.h"
 
 namespace kvserve::bench {
 
@@ -36,6 +37,7 @@ class NullBackend final : public Backend {
   absl::Status PrefillAttention(const PrefillAttentionParams& params) override;
   absl::Status DecodeAttention(const DecodeAttentionParams& params) override;
   absl::Status Sample(const SampleParams& params) override;
+  absl::Status MaskLogits(const MaskLogitsParams& params) override { return CheckMaskLogits(params); }
 
  private:
   int32_t token_;
