@@ -53,6 +53,21 @@ NAMED = {"type": "function", "function": {"name": "get_weather"}}
 CALL_ID = re.compile(r"call_[0-9A-Za-z]{24}")
 
 
+PENDING = "is not supported by this build"  # engine/grammar/converters_pending.cc
+
+
+def create(test, **kwargs):
+    """chat.completions.create, skipping the test while this build's grammar
+    engine lacks the JSON Schema converter (UNIMPLEMENTED, a 500 saying so):
+    named and "required" tool choices are json_schema constraints."""
+    try:
+        return test.client.chat.completions.create(**kwargs)
+    except openai.InternalServerError as error:
+        if PENDING in str(error):
+            test.skipTest(f"the JSON Schema constraint is not in this build yet: {error}")
+        raise
+
+
 def streamed_calls(stream):
     """The streamed tool calls reassembled as a client does, the content,
     the finish reason, and the deltas in order."""
@@ -128,7 +143,7 @@ class ToolRequestsTest(ServerTestCase):
         kwargs = dict(model=self.model, messages=MESSAGES, tools=[WEATHER], tool_choice="required",
                       max_completion_tokens=4, extra_body={"guided_regex": "a+"})
         try:
-            self.client.chat.completions.create(**kwargs)
+            create(self, **kwargs)
         except openai.BadRequestError as error:
             fields = self.assert_openai_error(error, 400, param="tool_choice")
             self.assertIn("cannot be combined", fields["message"])
@@ -159,7 +174,7 @@ class ToolRequestsTest(ServerTestCase):
     def test_named_tool_choice_is_one_call_of_openais_shape(self):
         kwargs = dict(model=self.model, messages=MESSAGES, tools=[WEATHER, TIME],
                       tool_choice=NAMED, max_completion_tokens=6, temperature=0)
-        response = self.client.chat.completions.create(**kwargs)
+        response = create(self, **kwargs)
         choice = response.choices[0]
         self.assertIsNone(choice.message.content)
         self.assertEqual(len(choice.message.tool_calls), 1)
@@ -192,11 +207,6 @@ class ToolRequestsTest(ServerTestCase):
         self.assertIsInstance(response.choices[0].message.content, str)
 
 
-CONSTRAINT_ENGINE_MERGED = False  # the grammar engine enforcing sampling.json_schema (issue 24)
-
-
-@unittest.skipUnless(CONSTRAINT_ENGINE_MERGED,
-                     "the constraint engine does not enforce json_schema in this build yet")
 @unittest.skipUnless(os.path.isfile(GGUF), f"no SmolLM2 GGUF at {GGUF!r} (offline?)")
 @unittest.skipIf(jsonschema is None, "no jsonschema module (apt install python3-jsonschema)")
 class SmolLM2ForcedToolCallTest(ServerTestCase):
@@ -218,7 +228,7 @@ class SmolLM2ForcedToolCallTest(ServerTestCase):
             kwargs = dict(model=self.model, messages=MESSAGES, tools=[WEATHER, TIME],
                           tool_choice=NAMED, max_completion_tokens=64, temperature=temperature,
                           seed=7)
-            response = self.client.chat.completions.create(**kwargs)
+            response = create(self, **kwargs)
             choice = response.choices[0]
             self.assertEqual(choice.finish_reason, "tool_calls", choice)
             self.assertEqual(len(choice.message.tool_calls), 1)
@@ -236,7 +246,7 @@ class SmolLM2ForcedToolCallTest(ServerTestCase):
             kwargs = dict(model=self.model, messages=MESSAGES, tools=list(tools.values()),
                           tool_choice="required", parallel_tool_calls=parallel,
                           max_completion_tokens=128, temperature=0)
-            response = self.client.chat.completions.create(**kwargs)
+            response = create(self, **kwargs)
             choice = response.choices[0]
             self.assertEqual(choice.finish_reason, "tool_calls", choice)
             self.assertGreaterEqual(len(choice.message.tool_calls), 1)
