@@ -73,8 +73,8 @@ absl::StatusOr<ChatPrompt> RenderChat(
       return absl::InvalidArgumentError(absl::StrCat("messages[", i, "].role is empty"));
     }
     // proto3 has already checked that role and content are valid UTF-8.
-    absl::StatusOr<nlohmann::ordered_json> turn = MessageJson(
-        message, i, chat.tool_call_format == tool_calls::ToolCallFormat::kMistral);
+    absl::StatusOr<nlohmann::ordered_json> turn =
+        MessageJson(message, i, chat.tool_call_format == tool_calls::ToolCallFormat::kMistral);
     if (!turn.ok()) return turn.status();
     conversation.push_back(*std::move(turn));
   }

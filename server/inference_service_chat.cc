@@ -51,10 +51,10 @@ grpc::ServerUnaryReactor* InferenceService::Chat(grpc::CallbackServerContext* co
                                                  v1::GenerateResponse* response) {
   v1::ChatRequest chat = *request;
   absl::StatusOr<ToolCallSetup> tools = PrepareToolCalls(chat_, chat, "tools_json");
-  absl::StatusOr<ChatPrompt> prompt =
-      tools.ok() ? RenderChat(chat_, chat.messages(), tools->tools_json,
-                              /*add_generation_prompt=*/true)
-                 : absl::StatusOr<ChatPrompt>(tools.status());
+  absl::StatusOr<ChatPrompt> prompt = tools.ok()
+                                          ? RenderChat(chat_, chat.messages(), tools->tools_json,
+                                                       /*add_generation_prompt=*/true)
+                                          : absl::StatusOr<ChatPrompt>(tools.status());
   if (!prompt.ok()) {
     const grpc::Status status = ToGrpcStatus(prompt.status(), "Chat");
     RecordRefusal("Chat", request->request_id(), status);
@@ -73,10 +73,10 @@ grpc::ServerWriteReactor<v1::GenerateResponse>* InferenceService::ChatStream(
     grpc::CallbackServerContext* context, const v1::ChatRequest* request) {
   v1::ChatRequest chat = *request;
   absl::StatusOr<ToolCallSetup> tools = PrepareToolCalls(chat_, chat, "tools_json");
-  absl::StatusOr<ChatPrompt> prompt =
-      tools.ok() ? RenderChat(chat_, chat.messages(), tools->tools_json,
-                              /*add_generation_prompt=*/true)
-                 : absl::StatusOr<ChatPrompt>(tools.status());
+  absl::StatusOr<ChatPrompt> prompt = tools.ok()
+                                          ? RenderChat(chat_, chat.messages(), tools->tools_json,
+                                                       /*add_generation_prompt=*/true)
+                                          : absl::StatusOr<ChatPrompt>(tools.status());
   if (!prompt.ok()) {
     const grpc::Status status = ToGrpcStatus(prompt.status(), "ChatStream");
     RecordRefusal("ChatStream", request->request_id(), status);

@@ -101,9 +101,9 @@ absl::StatusOr<ToolCallSetup> PrepareToolCalls(const ChatAccess& chat, v1::ChatR
   if (choice.choice_case() == v1::ToolChoice::kMode) {
     mode = choice.mode();
     if (mode != "auto" && mode != "none" && mode != "required") {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "tool_choice must be \"none\", \"auto\", \"required\" or a function, got ",
-          Quoted(mode)));
+      return absl::InvalidArgumentError(
+          absl::StrCat("tool_choice must be \"none\", \"auto\", \"required\" or a function, got ",
+                       Quoted(mode)));
     }
   } else if (choice.choice_case() == v1::ToolChoice::kFunctionName) {
     mode.clear();
@@ -136,12 +136,12 @@ absl::StatusOr<ToolCallSetup> PrepareToolCalls(const ChatAccess& chat, v1::ChatR
   if (mode == "required") {
     Json any_of = Json::array();
     for (const Json& tool : tools) {
-      any_of.push_back({{"type", "object"},
-                        {"properties",
-                         {{"name", {{"const", tool["function"]["name"]}}},
-                          {"parameters", ParametersOf(tool)}}},
-                        {"required", {"name", "parameters"}},
-                        {"additionalProperties", false}});
+      any_of.push_back(
+          {{"type", "object"},
+           {"properties",
+            {{"name", {{"const", tool["function"]["name"]}}}, {"parameters", ParametersOf(tool)}}},
+           {"required", {"name", "parameters"}},
+           {"additionalProperties", false}});
     }
     schema = {{"type", "array"}, {"items", {{"anyOf", std::move(any_of)}}}, {"minItems", 1}};
     if (request.has_parallel_tool_calls() && !request.parallel_tool_calls()) {

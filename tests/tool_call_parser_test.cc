@@ -3,13 +3,14 @@
 // the streamer that turns a streamed output into OpenAI's deltas: the calls
 // (name, arguments as a JSON string), the content around them, malformed
 // calls left as content, and ids of OpenAI's shape.
+#include "server/tool_calls/tool_call_parser.h"
+
 #include <fstream>
 #include <sstream>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "server/tool_calls/tool_call_parser.h"
 #include "server/tool_calls/tool_call_streamer.h"
 #include "tests/test_paths.h"
 
@@ -88,8 +89,8 @@ TEST(ToolCallIdTest, OpenAiShapeAndUnique) {
 }
 
 TEST(Llama3JsonTest, OneCallWithAndWithoutPythonTag) {
-  const ToolCallOutput expected{
-      std::nullopt, {Call(0, "get_weather", R"({"city":"Paris","unit":"celsius"})")}};
+  const ToolCallOutput expected{std::nullopt,
+                                {Call(0, "get_weather", R"({"city":"Paris","unit":"celsius"})")}};
   for (const char* text :
        {R"({"name": "get_weather", "parameters": {"city": "Paris", "unit": "celsius"}})",
         "<|python_tag|>{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\", "
@@ -113,12 +114,12 @@ TEST(Llama3JsonTest, SeveralSeparatedBySemicolonsAndNestedArguments) {
 }
 
 TEST(Llama3JsonTest, ProseAndMalformedCallsAreContent) {
-  for (const char* text : {"The weather in Paris is sunny.",
-                           R"(Sure: {"name": "a", "parameters": {}})",
-                           R"({"name": "a", "parameters": {"x": 1})",  // unclosed
-                           R"({"parameters": {"x": 1}})",              // no name
-                           R"({"name": "a", "parameters": [1]})",      // not an object
-                           R"({"name": "a", "parameters": {}} and more)"}) {
+  for (const char* text :
+       {"The weather in Paris is sunny.", R"(Sure: {"name": "a", "parameters": {}})",
+        R"({"name": "a", "parameters": {"x": 1})",  // unclosed
+        R"({"parameters": {"x": 1}})",              // no name
+        R"({"name": "a", "parameters": [1]})",      // not an object
+        R"({"name": "a", "parameters": {}} and more)"}) {
     ToolCallOutput out = Whole(ToolCallFormat::kLlama3Json, text);
     EXPECT_EQ(out.content, text);
     EXPECT_TRUE(out.calls.empty()) << text;
@@ -143,16 +144,17 @@ TEST(HermesTest, CallsAndTheTextBeforeThem) {
 }
 
 TEST(HermesTest, UnclosedLastCallIsTakenWhenItsJsonIsWhole) {
-  ToolCallOutput out = Whole(ToolCallFormat::kHermes,
-                             "<tool_call>\n{\"name\": \"now\", \"arguments\": {\"tz\": \"UTC\"}}\n");
+  ToolCallOutput out =
+      Whole(ToolCallFormat::kHermes,
+            "<tool_call>\n{\"name\": \"now\", \"arguments\": {\"tz\": \"UTC\"}}\n");
   EXPECT_THAT(out.calls, ElementsAre(Call(0, "now", R"({"tz":"UTC"})")));
 }
 
 TEST(HermesTest, MalformedCallsAreContent) {
-  for (const char* text : {"<tool_call>\n{\"name\": \"now\", \"arguments\": {\n</tool_call>",
-                           "<tool_call>\nnot json\n</tool_call>",
-                           "<tool_call>\n{\"name\": \"now\", \"arguments\": {}",
-                           "no calls at all, <tool_call is not a marker"}) {
+  for (const char* text :
+       {"<tool_call>\n{\"name\": \"now\", \"arguments\": {\n</tool_call>",
+        "<tool_call>\nnot json\n</tool_call>", "<tool_call>\n{\"name\": \"now\", \"arguments\": {}",
+        "no calls at all, <tool_call is not a marker"}) {
     ToolCallOutput out = Whole(ToolCallFormat::kHermes, text);
     EXPECT_EQ(out.content, text);
     EXPECT_TRUE(out.calls.empty()) << text;
@@ -160,28 +162,28 @@ TEST(HermesTest, MalformedCallsAreContent) {
 }
 
 TEST(MistralTest, ArrayForm) {
-  ToolCallOutput out = Whole(
-      ToolCallFormat::kMistral,
-      R"([TOOL_CALLS] [{"name": "get_weather", "arguments": {"city": "Paris"}}, )"
-      R"({"name": "get_time", "arguments": {"tz": "CET"}}])");
+  ToolCallOutput out =
+      Whole(ToolCallFormat::kMistral,
+            R"([TOOL_CALLS] [{"name": "get_weather", "arguments": {"city": "Paris"}}, )"
+            R"({"name": "get_time", "arguments": {"tz": "CET"}}])");
   EXPECT_EQ(out.content, std::nullopt);
   EXPECT_THAT(out.calls, ElementsAre(Call(0, "get_weather", R"({"city":"Paris"})"),
                                      Call(1, "get_time", R"({"tz":"CET"})")));
 }
 
 TEST(MistralTest, NameArgsFormAndContentBefore) {
-  ToolCallOutput out = Whole(ToolCallFormat::kMistral,
-                             R"(Checking.[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"})"
-                             R"([TOOL_CALLS]get_time[ARGS]{"tz": "CET"})");
+  ToolCallOutput out =
+      Whole(ToolCallFormat::kMistral, R"(Checking.[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"})"
+                                      R"([TOOL_CALLS]get_time[ARGS]{"tz": "CET"})");
   EXPECT_EQ(out.content, "Checking.");
   EXPECT_THAT(out.calls, ElementsAre(Call(0, "get_weather", R"({"city":"Paris"})"),
                                      Call(1, "get_time", R"({"tz":"CET"})")));
 }
 
 TEST(MistralTest, MalformedCallsAreContent) {
-  for (const char* text : {R"([TOOL_CALLS] [{"name": "a", "arguments": {}})",
-                           R"([TOOL_CALLS] [{"arguments": {}}])", R"([TOOL_CALLS]a[ARGS]{)",
-                           R"([TOOL_CALLS]a[ARGS][1])", "[TOOL_CALLS]"}) {
+  for (const char* text :
+       {R"([TOOL_CALLS] [{"name": "a", "arguments": {}})", R"([TOOL_CALLS] [{"arguments": {}}])",
+        R"([TOOL_CALLS]a[ARGS]{)", R"([TOOL_CALLS]a[ARGS][1])", "[TOOL_CALLS]"}) {
     ToolCallOutput out = Whole(ToolCallFormat::kMistral, text);
     EXPECT_EQ(out.content, text);
     EXPECT_TRUE(out.calls.empty()) << text;

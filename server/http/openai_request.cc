@@ -166,7 +166,8 @@ absl::Status ParseToolFields(const std::string& name, const json& m, v1::ChatMes
     if (function == call.end() || !function->is_object()) {
       return WrongType(at + ".function", "an object", function == call.end() ? json() : *function);
     }
-    KV_RETURN_IF_ERROR_HTTP(OptionalString(at + ".function", *function, "name", out->mutable_name()));
+    KV_RETURN_IF_ERROR_HTTP(
+        OptionalString(at + ".function", *function, "name", out->mutable_name()));
     if (out->name().empty()) return absl::InvalidArgumentError(at + ".function.name is required");
     auto args = function->find("arguments");
     if (args != function->end() && args->is_object()) {
@@ -177,8 +178,8 @@ absl::Status ParseToolFields(const std::string& name, const json& m, v1::ChatMes
       const json parsed = json::parse(out->arguments().empty() ? "{}" : out->arguments(), nullptr,
                                       /*allow_exceptions=*/false);
       if (parsed.is_discarded() || !parsed.is_object()) {
-        return absl::InvalidArgumentError(
-            at + ".function.arguments must be the JSON text of an object");
+        return absl::InvalidArgumentError(at +
+                                          ".function.arguments must be the JSON text of an object");
       }
     }
   }

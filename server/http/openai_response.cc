@@ -20,7 +20,8 @@ OpenAiResponseBuilder::OpenAiResponseBuilder(ResponseContext context)
     : context_(std::move(context)), choices_(context_.n) {
   if (context_.stream && context_.endpoint == Endpoint::kChat &&
       context_.tools.mode != tool_calls::ToolCallMode::kOff) {
-    for (Choice& c : choices_) c.tools = std::make_unique<tool_calls::ToolCallStreamer>(context_.tools);
+    for (Choice& c : choices_)
+      c.tools = std::make_unique<tool_calls::ToolCallStreamer>(context_.tools);
   }
 }
 

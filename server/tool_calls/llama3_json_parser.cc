@@ -42,8 +42,10 @@ class Llama3JsonParser final : public ToolCallParser {
       if (!call) return std::nullopt;
       out.calls.push_back(*std::move(call));
       pos = SkipSpace(section, end);
-      if (pos < section.size() && section[pos] == ';') ++pos;
-      else if (pos < section.size()) return std::nullopt;
+      if (pos < section.size() && section[pos] == ';')
+        ++pos;
+      else if (pos < section.size())
+        return std::nullopt;
     }
     if (final && out.calls.empty()) return std::nullopt;
     return out;

@@ -52,9 +52,8 @@ class MistralParser final : public ToolCallParser {
           break;
         }
         const size_t object = SkipSpace(section, args + kArgs.size());
-        end = object < section.size() && section[object] == '{'
-                  ? JsonBracketEnd(section, object)
-                  : std::string_view::npos;
+        end = object < section.size() && section[object] == '{' ? JsonBracketEnd(section, object)
+                                                                : std::string_view::npos;
         if (end == std::string_view::npos) {
           if (final || object < section.size() && section[object] != '{') return std::nullopt;
           break;

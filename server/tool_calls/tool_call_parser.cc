@@ -32,8 +32,9 @@ absl::StatusOr<ToolCallFormat> ToolCallFormatFromName(std::string_view name) {
   if (name == "llama3_json") return ToolCallFormat::kLlama3Json;
   if (name == "hermes") return ToolCallFormat::kHermes;
   if (name == "mistral") return ToolCallFormat::kMistral;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown tool call parser \"", std::string(name), "\": one of auto, llama3_json, hermes, mistral, none"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown tool call parser \"", std::string(name),
+                   "\": one of auto, llama3_json, hermes, mistral, none"));
 }
 
 const char* ToolCallFormatName(ToolCallFormat format) {

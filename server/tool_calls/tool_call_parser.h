@@ -3,7 +3,8 @@
 //
 //   llama3_json  Llama 3.1+/3.2: the whole reply is {"name": f, "parameters": {...}},
 //                maybe after <|python_tag|>, several separated by ';'
-//   hermes       Hermes 2 Pro, Qwen2.5/Qwen3: <tool_call>\n{"name": f, "arguments": {...}}\n</tool_call>,
+//   hermes       Hermes 2 Pro, Qwen2.5/Qwen3: <tool_call>\n{"name": f, "arguments":
+//   {...}}\n</tool_call>,
 //                several allowed, text before them is content
 //   mistral      [TOOL_CALLS][{"name": f, "arguments": {...}}, ...], or the newer
 //                [TOOL_CALLS]f[ARGS]{...} (repeated for several)

@@ -52,8 +52,8 @@ ToolCallStreamer::~ToolCallStreamer() = default;
 
 void ToolCallStreamer::Emit(FunctionCall call, StreamDelta& out) {
   ToolCall& added = calls_.emplace_back(ToolCall{new_id_(), call.name, call.arguments});
-  out.calls.push_back({static_cast<int>(calls_.size()) - 1, true, added.id, added.name,
-                       added.arguments});
+  out.calls.push_back(
+      {static_cast<int>(calls_.size()) - 1, true, added.id, added.name, added.arguments});
 }
 
 void ToolCallStreamer::EmitClosed(const std::vector<FunctionCall>& calls, StreamDelta& out) {

@@ -52,8 +52,7 @@ struct StreamDelta {
 
 class ToolCallStreamer {
  public:
-  explicit ToolCallStreamer(ToolCallPlan plan,
-                            std::function<std::string()> new_id = NewToolCallId);
+  explicit ToolCallStreamer(ToolCallPlan plan, std::function<std::string()> new_id = NewToolCallId);
   ~ToolCallStreamer();
 
   StreamDelta Add(std::string_view text);
