@@ -257,6 +257,64 @@ TEST_F(ChatApiTest, BadToolsAndToolChoicesAreRefusedByName) {
   }
 }
 
+// Qwen2.5's template: tool calls in the hermes format. A grammar makes the
+// random model write a sentence and a call, which tool_choice "auto" (the
+// default with tools) parses into tool_calls, unary and streamed.
+class HermesToolCallTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    model_dir_ = ModelDirWith(
+        "qwen25",
+        {{"chat_template.jinja", ReadFile(TestDataDir() + "/chat_templates/qwen2.5.jinja")}});
+    server_ = StartTestServer(model_dir_);
+    ASSERT_NE(server_, nullptr);
+  }
+  void TearDown() override {
+    if (server_) EXPECT_EQ(server_->Metric("kvserve_kv_blocks_used"), 0);
+    server_.reset();
+    fs::remove_all(model_dir_);
+  }
+  std::string model_dir_;
+  std::unique_ptr<TestServer> server_;
+};
+
+TEST_F(HermesToolCallTest, AutoParsesTheCallsOutOfTheText) {
+  EXPECT_EQ(server_->chat.access.tool_call_format, tool_calls::ToolCallFormat::kHermes);
+  v1::ChatRequest chat;
+  AddMessage(chat.mutable_messages(), "user", "Weather in Paris?");
+  chat.set_tools_json(kWeatherTool);
+  chat.mutable_sampling()->set_grammar(
+      R"(root ::= "Checking.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": )"
+      R"({\"city\": \"Paris\"}}\n</tool_call>")");
+  chat.mutable_stopping()->set_max_new_tokens(200);
+  auto answer = server_->client->Chat(chat);
+  if (answer.status().code() == absl::StatusCode::kUnimplemented) {
+    GTEST_SKIP() << "grammar constraints are not in this build yet: " << answer.status();
+  }
+  ASSERT_TRUE(answer.ok()) << answer.status();
+  EXPECT_EQ(answer->text(), "Checking.\n");  // the content, streamed up to the marker
+  ASSERT_EQ(answer->tool_calls_size(), 1);
+  EXPECT_EQ(answer->tool_calls(0).name(), "get_weather");
+  EXPECT_EQ(answer->tool_calls(0).arguments(), R"({"city":"Paris"})");
+  EXPECT_EQ(answer->finish_reason(), v1::FINISH_REASON_TOOL_CALLS);
+
+  StreamResult streamed = server_->client->ChatStream(chat);
+  ASSERT_TRUE(streamed.status.ok()) << streamed.status.error_message();
+  EXPECT_EQ(streamed.response.text(), answer->text());
+  ASSERT_EQ(streamed.response.tool_calls_size(), 1);
+  EXPECT_EQ(streamed.response.tool_calls(0).arguments(), answer->tool_calls(0).arguments());
+  EXPECT_NE(streamed.response.tool_calls(0).id(), answer->tool_calls(0).id());
+  EXPECT_EQ(streamed.response.finish_reason(), v1::FINISH_REASON_TOOL_CALLS);
+
+  // tool_choice "none": no tools shown, the text comes back as it is.
+  chat.mutable_tool_choice()->set_mode("none");
+  auto plain = server_->client->Chat(chat);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(plain->tool_calls_size(), 0);
+  EXPECT_THAT(plain->text(), ::testing::HasSubstr("<tool_call>"));
+  EXPECT_NE(plain->finish_reason(), v1::FINISH_REASON_TOOL_CALLS);
+}
+
 TEST(ChatWithoutTemplateTest, ChatIsAFailedPreconditionAndGenerateStillWorks) {
   auto server = StartTestServer(FixtureDir("tiny-qwen2"));
   ASSERT_NE(server, nullptr);
