@@ -21,7 +21,7 @@ shift || true
 TARGETS=("$@")
 if [ ${#TARGETS[@]} -eq 0 ]; then
   TARGETS=(safetensors_header model_config tokenizer_json gguf chat_template request
-           openai_request)
+           openai_request gbnf)
 fi
 
 deploy/configure-asan.sh "$BUILD_DIR"

@@ -18,9 +18,46 @@ absl::StatusOr<std::unique_ptr<ConstraintMasks>> ConstraintMasks::Create(Backend
 ConstraintMasks::ConstraintMasks(Backend& backend, int max_seqs, int vocab)
     : backend_(backend), max_seqs_(max_seqs), vocab_(vocab), words_((vocab + 31) / 32) {}
 
+ConstraintMasks::~ConstraintMasks() {
+  if (!worker_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    quit_ = true;
+  }
+  cv_.notify_all();
+  worker_.join();
+}
+
 void ConstraintMasks::Clear() {
+  Wait();
   rows_.clear();
-  host_.clear();
+  seqs_.clear();
+}
+
+void ConstraintMasks::WorkerLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [&] { return work_ || quit_; });
+    if (quit_) return;
+    work_ = false;
+    lock.unlock();
+    Build();
+    lock.lock();
+    done_ = true;
+    cv_.notify_all();
+  }
+}
+
+void ConstraintMasks::Start() {
+  if (rows_.empty()) return;
+  // Started on the first constrained step: most servers never see one.
+  if (!worker_.joinable()) worker_ = std::thread([this] { WorkerLoop(); });
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    work_ = true;
+    done_ = false;
+  }
+  cv_.notify_all();
 }
 
 bool ConstraintMasks::CatchUp(RunnerSequence& seq) {
@@ -43,8 +80,17 @@ bool ConstraintMasks::CatchUp(RunnerSequence& seq) {
 void ConstraintMasks::Add(int row, RunnerSequence& seq) {
   if (seq.sampling.constraint == nullptr) return;
   rows_.push_back(row);
-  host_.resize(host_.size() + words_, 0u);
-  uint32_t* mask = host_.data() + host_.size() - words_;
+  seqs_.push_back(&seq);
+}
+
+void ConstraintMasks::Build() {
+  host_.assign(rows_.size() * words_, 0u);
+  for (size_t i = 0; i < rows_.size(); ++i) BuildRow(i);
+}
+
+void ConstraintMasks::BuildRow(size_t i) {
+  RunnerSequence& seq = *seqs_[i];
+  uint32_t* mask = host_.data() + i * words_;
   grammar::ConstraintMatcher& m = seq.matcher;
   const bool alive = CatchUp(seq);
   bool allow_end = !alive || m.ended;
@@ -55,14 +101,13 @@ void ConstraintMasks::Add(int row, RunnerSequence& seq) {
     if (words == m.constraint->vocabulary().mask_words()) {
       m.constraint->OrMask(m.state, mask);
     } else {
-      staging_.assign(m.constraint->vocabulary().mask_words(), 0u);
-      m.constraint->OrMask(m.state, staging_.data());
-      std::memcpy(mask, staging_.data(), size_t(words) * 4);
+      narrow_.assign(m.constraint->vocabulary().mask_words(), 0u);
+      m.constraint->OrMask(m.state, narrow_.data());
+      std::memcpy(mask, narrow_.data(), size_t(words) * 4);
     }
     allow_end = m.constraint->Accepting(m.state) ||
                 std::all_of(mask, mask + words_, [](uint32_t w) { return w == 0; });
   }
-  if (!alive) ++dead_rows_;
   if (allow_end) {
     for (int32_t id : seq.sampling.end_tokens) {
       if (id >= 0 && id < vocab_) mask[id >> 5] |= 1u << (id & 31);
@@ -70,8 +115,14 @@ void ConstraintMasks::Add(int row, RunnerSequence& seq) {
   }
 }
 
+void ConstraintMasks::Wait() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return done_; });
+}
+
 absl::Status ConstraintMasks::Apply(Tensor logits) {
   if (rows_.empty()) return absl::OkStatus();
+  Wait();
   const int64_t m = static_cast<int64_t>(rows_.size());
   if (m > max_seqs_ || logits.dim(1) != vocab_) {
     return absl::InternalError("constraint masks do not fit the step's logits");

@@ -68,7 +68,9 @@ absl::StatusOr<StepResult> ModelRunner::Run(const ScheduleOutput& schedule) {
   using Clock = std::chrono::steady_clock;
   const Clock::time_point start = Clock::now();
   StepResult result;
+  masks_->Wait();  // a failed step may have left it building (it reads sequences)
   RETURN_IF_ERROR(PrepareInputs(schedule, result));
+  masks_->Start();  // structured outputs' masks, built while the forward runs
   const Clock::time_point prepared = Clock::now();
   result.times.prepare = prepared - start;
   ASSIGN_OR_RETURN(Tensor logits, Execute());

@@ -75,6 +75,12 @@ bool CompiledConstraint::ComputeMask(int32_t state,
     if ((++visited & 1023) == 0 && std::chrono::steady_clock::now() > deadline) return false;
   }
   if (masks_.size() <= static_cast<size_t>(state)) masks_.resize(automaton_.num_states());
+  if (++cached_masks_ > kMaxCachedMasks) {
+    // A constraint that visits this many states (an adversarial one: JSON
+    // schemas visit hundreds) starts over rather than grow without bound.
+    for (auto& m : masks_) m.reset();
+    cached_masks_ = 1;
+  }
   masks_[state] = std::move(mask);
   return true;
 }

@@ -58,6 +58,9 @@ class CompiledConstraint {
   Pushdown automaton_;
   int32_t start_;
   std::vector<std::unique_ptr<std::vector<uint32_t>>> masks_;  // by state, null until computed
+  // At most this many masks are kept (16 MiB at a 128k vocabulary).
+  static constexpr size_t kMaxCachedMasks = 1024;
+  size_t cached_masks_ = 0;
 };
 
 /// One request's position in its constraint: the runner keeps one per

@@ -35,7 +35,7 @@ struct ConstraintLimits {
   size_t max_bytes = 256 * 1024;          // of the schema, regex, grammar or all choices
   size_t max_grammar_elements = 1 << 18;  // of the grammar it compiles to
   std::chrono::milliseconds max_compile_time{2000};  // parse + the first token's mask
-  size_t cache_entries = 256;
+  size_t cache_entries = 64;
 };
 
 class ConstraintCompiler {

@@ -28,7 +28,7 @@ inline constexpr int32_t kDeadState = -1;
 
 class Pushdown {
  public:
-  explicit Pushdown(std::shared_ptr<const Grammar> grammar, size_t max_nodes = 1 << 22);
+  explicit Pushdown(std::shared_ptr<const Grammar> grammar, size_t max_nodes = 1 << 20);
 
   int32_t Start() const { return start_; }
   /// The state after `byte`, or kDeadState when the grammar cannot continue

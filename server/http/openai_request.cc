@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
+#include "server/http/openai_constraint.h"
 #include "server/http/openai_error.h"
 
 namespace kvserve::http {
@@ -447,6 +448,9 @@ absl::StatusOr<OpenAiRequest> ParseOpenAiRequest(Endpoint endpoint, std::string_
     }
   }
   KV_RETURN_IF_ERROR_HTTP(ParseSampling(f, r));
+  KV_RETURN_IF_ERROR_HTTP(ParseOpenAiConstraint(
+      [&f](const std::string& name) { return f.Get(name); }, *r.generate.mutable_sampling(),
+      &r.constraint_field));
   KV_RETURN_IF_ERROR_HTTP(ParseStopping(f, r));
   KV_RETURN_IF_ERROR_HTTP(RefuseUnsupported(f, r));
   r.unknown_fields = f.Unknown();

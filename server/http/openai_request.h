@@ -37,6 +37,9 @@ struct OpenAiRequest {
   bool echo = false;           // completions: the prompt's text comes before each choice's
   std::string max_tokens_name = "max_tokens";  // or max_completion_tokens, for error messages
   std::vector<std::string> unknown_fields;
+  /// The field that set a structured-output constraint, if any: the
+  /// compiler's errors name "sampling.json_schema" etc., shown as this.
+  std::string constraint_field;
 };
 
 /// INVALID_ARGUMENT messages start with the parameter's name

@@ -1,6 +1,7 @@
 #include "server/http/openai_service.h"
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
@@ -144,8 +145,14 @@ std::variant<HttpReply, StartedGeneration> OpenAiService::Generate(Endpoint endp
     KV_LOG(DEBUG) << "ignoring unknown fields: " << absl::StrJoin(r.unknown_fields, ", ");
   }
   const bool chat = endpoint == Endpoint::kChat;
-  const ParamNames names =
+  ParamNames names =
       chat ? ChatParamNames(r.max_tokens_name) : CompletionParamNames(r.max_tokens_name);
+  if (!r.constraint_field.empty()) {
+    for (const char* grpc_name : {"sampling.json_schema", "sampling.regex", "sampling.grammar",
+                                  "sampling.choice", "sampling.json_object"}) {
+      names.push_back({grpc_name, r.constraint_field});
+    }
+  }
   v1::GenerateRequest generate = r.generate;
   tool_calls::ToolCallPlan tool_plan;
   if (chat) {
@@ -174,7 +181,16 @@ std::variant<HttpReply, StartedGeneration> OpenAiService::Generate(Endpoint endp
   for (int i = 0; i < r.n; ++i) {
     absl::StatusOr<Request> request =
         ToEngineRequest(generate, engine_, absl::InfiniteFuture());
-    if (!request.ok()) return fail(ToHttpError(request.status(), names));
+    if (!request.ok()) {
+      absl::Status status = request.status();
+      // A constraint past the size or compile-time limit is the request's
+      // fault, not a busy server: 400, not 429's "retry later".
+      if (status.code() == absl::StatusCode::kResourceExhausted &&
+          absl::StartsWith(status.message(), "sampling.")) {
+        status = absl::InvalidArgumentError(status.message());
+      }
+      return fail(ToHttpError(status, names));
+    }
     access.prompt_tokens = static_cast<int64_t>(request->prompt.size());
     request->request_id = r.n == 1 ? id : absl::StrCat(id, "-", i);
     // Independent choices: each its own seed when the client fixed one.
