@@ -162,6 +162,12 @@ std::variant<HttpReply, StartedGeneration> OpenAiService::Generate(Endpoint endp
     absl::StatusOr<ToolCallSetup> tools = PrepareToolCalls(chat_, r.chat, "tools");
     if (!tools.ok()) return fail(ToHttpError(tools.status(), names));
     tool_plan = tools->plan;
+    if (tool_plan.mode == tool_calls::ToolCallMode::kNamed ||
+        tool_plan.mode == tool_calls::ToolCallMode::kRequired) {
+      // The constraint is made of the tools' parameters schemas: a schema
+      // that does not compile is the tools' fault.
+      names.push_back({"sampling.json_schema", "tools"});
+    }
     absl::StatusOr<ChatPrompt> prompt = RenderChat(chat_, r.chat.messages(), tools->tools_json,
                                                    /*add_generation_prompt=*/true);
     if (!prompt.ok()) {
