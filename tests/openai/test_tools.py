@@ -199,6 +199,36 @@ class ToolRequestsTest(ServerTestCase):
         self.assertTrue(all(d.id is None and d.function.name is None for d in deltas[1:]))
         self.assertEqual(finish, choice.finish_reason)
 
+    def test_auto_parses_the_models_hermes_calls(self):
+        """A GBNF grammar makes the random model write a sentence and two
+        hermes calls; "auto" turns them into content and tool_calls, and the
+        stream sends the content, then each call whole as it closes."""
+        call = ('<tool_call>\\n{\\"name\\": \\"get_weather\\", \\"arguments\\": '
+                '{\\"city\\": \\"%s\\", \\"unit\\": \\"celsius\\"}}\\n</tool_call>')
+        grammar = 'root ::= "Checking.\\n%s\\n%s"' % (call % "Paris", call % "Oslo")
+        kwargs = dict(model=self.model, messages=MESSAGES, tools=[WEATHER],
+                      max_completion_tokens=300, temperature=0,
+                      extra_body={"guided_grammar": grammar})
+        response = self.client.chat.completions.create(**kwargs)
+        choice = response.choices[0]
+        self.assertEqual(choice.message.content, "Checking.")
+        self.assertEqual(choice.finish_reason, "tool_calls")
+        got = [(c.type, c.function.name, json.loads(c.function.arguments))
+               for c in choice.message.tool_calls]
+        self.assertEqual(got, [("function", "get_weather", {"city": city, "unit": "celsius"})
+                               for city in ("Paris", "Oslo")])
+        for c in choice.message.tool_calls:
+            self.assertRegex(c.id, CALL_ID)
+
+        calls, content, finish, deltas = streamed_calls(
+            self.client.chat.completions.create(stream=True, **kwargs))
+        self.assertEqual(content.strip(), "Checking.")
+        self.assertEqual(finish, "tool_calls")
+        self.assertEqual([(c["name"], json.loads(c["arguments"])) for c in calls],
+                         [(name, args) for _, name, args in got])
+        self.assertEqual(len(deltas), 2)  # each call whole, in one delta
+        self.assertEqual([d.index for d in deltas], [0, 1])
+
     def test_tool_choice_none_is_plain_text(self):
         response = self.client.chat.completions.create(
             model=self.model, messages=MESSAGES, tools=[WEATHER], tool_choice="none",
