@@ -32,7 +32,7 @@ std::vector<FlagGroup> BenchFlagGroups() {
        {"concurrency", "rate", "arrival", "max_in_flight", "requests", "duration_s",
         "warmup_requests", "cold_warm"}},
       {"Workload",
-       {"prompt_*", "output_*", "prompts_file", "ignore_eos", "temperature", "seed", "timeout_s"}},
+       {"prompt_*", "output_*", "prompts_file", "ignore_eos", "temperature", "json_schema", "seed", "timeout_s"}},
       {"Goodput", {"slo_*"}},
       {"Output", {"metrics_url", "json_out", "records_out", "plot_out", "progress"}},
   };

@@ -299,3 +299,53 @@ TEST_F(CudaSampleTest, PenaltiesMinPAndLogprobsFollowTheCpu) {
 
 }  // namespace
 }  // namespace kvserve::testing
+
+namespace kvserve::testing {
+namespace {
+
+// Structured outputs' MaskLogits: the GPU op against the CPU's on the same
+// logits and bit masks (a subset of the rows, vocabularies that do and do
+// not fill the last 32-bit word): bit-identical, masked entries −∞, the
+// others untouched.
+TEST_F(CudaSampleTest, MaskLogitsMatchesTheCpu) {
+  CpuBackend cpu;
+  for (int vocab : {320, 1000, 128256}) {
+    SCOPED_TRACE("vocab " + std::to_string(vocab));
+    const int rows = 6, words = (vocab + 31) / 32;
+    std::vector<float> logits = Logits(rows, vocab, 3.f, false);
+    std::vector<int32_t> masked_rows = {4, 0, 2};
+    std::vector<int32_t> masks(masked_rows.size() * words);
+    for (size_t i = 0; i < masks.size(); ++i) masks[i] = static_cast<int32_t>(rng_());
+    masks[words - 1] = -1;  // bits past the vocabulary set: must be ignored
+
+    std::vector<float> want = logits;
+    MaskLogitsParams c;
+    c.logits = HostTensor(want, {rows, vocab});
+    c.rows = HostInts(masked_rows, {3});
+    c.masks = HostInts(masks, {3, words});
+    ASSERT_TRUE(cpu.MaskLogits(c).ok());
+
+    DeviceTensor d_logits(*gpu_, DType::kFloat32, {rows, vocab});
+    DeviceTensor d_rows(*gpu_, DType::kInt32, {3}), d_masks(*gpu_, DType::kInt32, {3, words});
+    d_logits.Set(logits);
+    d_rows.SetInts(masked_rows);
+    d_masks.SetInts(masks);
+    MaskLogitsParams g;
+    g.logits = d_logits, g.rows = d_rows, g.masks = d_masks;
+    ASSERT_TRUE(gpu_->MaskLogits(g).ok());
+    const std::vector<float> got = d_logits.Get();
+    int masked = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+      ASSERT_EQ(std::isinf(got[i]), std::isinf(want[i])) << "entry " << i;
+      if (std::isinf(want[i])) {
+        ++masked;
+      } else {
+        ASSERT_EQ(got[i], want[i]) << "entry " << i;
+      }
+    }
+    EXPECT_GT(masked, vocab / 2);  // ~half of three rows' entries
+  }
+}
+
+}  // namespace
+}  // namespace kvserve::testing

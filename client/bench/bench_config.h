@@ -42,6 +42,7 @@ struct BenchConfig {
   PromptKind prompt_kind = PromptKind::kTokenIds;
   bool ignore_eos = true;
   double temperature = 0;
+  std::string json_schema;  // --json_schema's contents; empty: unconstrained
   uint64_t seed = 1;
   double timeout_s = 600;
   /// How long to wait for a target to answer health checks as SERVING before

@@ -12,6 +12,7 @@
 // the server's own counters are read before and after each level.
 #include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/usage.h"
@@ -58,6 +59,10 @@ ABSL_FLAG(bool, cold_warm, false,
 ABSL_FLAG(std::string, prompt_kind, "ids", "Generated prompts: ids (random token ids) or text.");
 ABSL_FLAG(bool, ignore_eos, true, "Ask the server to ignore EOS, forcing output lengths.");
 ABSL_FLAG(double, temperature, 0, "sampling.temperature.");
+ABSL_FLAG(std::string, json_schema, "",
+          "Structured outputs: a JSON Schema file every request is constrained by "
+          "(sampling.json_schema; implies --ignore_eos=false, since the output ends where the "
+          "schema is complete). Compare ITL with and without it: tools/bench-constrained.sh.");
 ABSL_FLAG(uint64_t, seed, 1, "Workload seed: same seed, same requests.");
 ABSL_FLAG(double, timeout_s, 600, "Per-request deadline.");
 ABSL_FLAG(double, connect_timeout_s, 30,
@@ -133,6 +138,14 @@ absl::StatusOr<BenchConfig> ConfigFromFlags() {
     return absl::InvalidArgumentError("--prompt_kind must be ids or text");
   }
   c.ignore_eos = absl::GetFlag(FLAGS_ignore_eos);
+  if (const std::string path = absl::GetFlag(FLAGS_json_schema); !path.empty()) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return absl::InvalidArgumentError(absl::StrCat("--json_schema: cannot read ", path));
+    std::stringstream text;
+    text << in.rdbuf();
+    c.json_schema = text.str();
+    c.ignore_eos = false;
+  }
   c.temperature = absl::GetFlag(FLAGS_temperature);
   c.seed = absl::GetFlag(FLAGS_seed);
   c.timeout_s = absl::GetFlag(FLAGS_timeout_s);

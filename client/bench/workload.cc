@@ -120,6 +120,7 @@ PlannedRequest Workload::Get(int64_t index) const {
   p.request.mutable_stopping()->set_ignore_eos(config_.ignore_eos);
   p.request.mutable_sampling()->set_temperature(static_cast<float>(config_.temperature));
   if (config_.temperature > 0) p.request.mutable_sampling()->set_seed(config_.seed + index);
+  if (!config_.json_schema.empty()) p.request.mutable_sampling()->set_json_schema(config_.json_schema);
   return p;
 }
 
