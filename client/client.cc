@@ -29,6 +29,7 @@ std::string FinishReasonName(v1::FinishReason reason) {
     case v1::FINISH_REASON_LENGTH: return "length";
     case v1::FINISH_REASON_EOS: return "eos";
     case v1::FINISH_REASON_STOP: return "stop";
+    case v1::FINISH_REASON_TOOL_CALLS: return "tool_calls";
     default: return "unspecified";
   }
 }
@@ -213,6 +214,7 @@ void MergeChunk(const v1::GenerateResponse& chunk, v1::GenerateResponse& all) {
   if (all.request_id().empty()) all.set_request_id(chunk.request_id());
   all.mutable_token_ids()->MergeFrom(chunk.token_ids());
   all.mutable_logprobs()->MergeFrom(chunk.logprobs());
+  all.mutable_tool_calls()->MergeFrom(chunk.tool_calls());
   all.mutable_text()->append(chunk.text());
   if (chunk.finish_reason() != v1::FINISH_REASON_UNSPECIFIED) {
     all.set_finish_reason(chunk.finish_reason());

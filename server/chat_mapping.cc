@@ -6,6 +6,50 @@
 #include "engine/text/chat_template/chat_template.h"
 
 namespace kvserve {
+namespace {
+
+// One message as the real templates read it (OpenAI's shape): an assistant's
+// tool calls as {id, type, function: {name, arguments}} with the arguments as
+// an object (Llama 3.1 and Qwen2.5 write `arguments | tojson`, which would
+// quote a string twice; Hermes takes either). An assistant that only called
+// tools has content "" rather than null: the tool-call templates test it for
+// truth either way, and the others (plain ChatML) concatenate it.
+//
+// Mistral's templates refuse ids that are not 9 alphanumerics: for them an
+// id is cut to its last 9 characters (as vLLM does), so that ids kvserve made
+// ("call_" + 24) come back through the conversation.
+std::string TemplateId(const std::string& id, bool nine_chars) {
+  return nine_chars && id.size() > 9 ? id.substr(id.size() - 9) : id;
+}
+
+absl::StatusOr<nlohmann::ordered_json> MessageJson(const v1::ChatMessage& message, int i,
+                                                   bool nine_char_ids) {
+  nlohmann::ordered_json turn = {{"role", message.role()}, {"content", message.content()}};
+  if (message.tool_calls_size() > 0) {
+    nlohmann::ordered_json calls = nlohmann::ordered_json::array();
+    for (int j = 0; j < message.tool_calls_size(); ++j) {
+      const v1::ToolCall& call = message.tool_calls(j);
+      const std::string at = absl::StrCat("messages[", i, "].tool_calls[", j, "]");
+      if (call.name().empty()) return absl::InvalidArgumentError(at + ".name is empty");
+      nlohmann::ordered_json arguments = nlohmann::ordered_json::parse(
+          call.arguments().empty() ? "{}" : call.arguments(), nullptr, /*allow_exceptions=*/false);
+      if (arguments.is_discarded() || !arguments.is_object()) {
+        return absl::InvalidArgumentError(at + ".arguments must be the JSON text of an object");
+      }
+      calls.push_back({{"id", TemplateId(call.id(), nine_char_ids)},
+                       {"type", "function"},
+                       {"function", {{"name", call.name()}, {"arguments", std::move(arguments)}}}});
+    }
+    turn["tool_calls"] = std::move(calls);
+  }
+  if (!message.tool_call_id().empty()) {
+    turn["tool_call_id"] = TemplateId(message.tool_call_id(), nine_char_ids);
+  }
+  if (!message.name().empty()) turn["name"] = message.name();
+  return turn;
+}
+
+}  // namespace
 
 absl::StatusOr<ChatPrompt> RenderChat(
     const ChatAccess& chat,
@@ -29,7 +73,10 @@ absl::StatusOr<ChatPrompt> RenderChat(
       return absl::InvalidArgumentError(absl::StrCat("messages[", i, "].role is empty"));
     }
     // proto3 has already checked that role and content are valid UTF-8.
-    conversation.push_back({{"role", message.role()}, {"content", message.content()}});
+    absl::StatusOr<nlohmann::ordered_json> turn =
+        MessageJson(message, i, chat.tool_call_format == tool_calls::ToolCallFormat::kMistral);
+    if (!turn.ok()) return turn.status();
+    conversation.push_back(*std::move(turn));
   }
   nlohmann::ordered_json tools;
   const nlohmann::ordered_json* tools_arg = nullptr;

@@ -10,6 +10,7 @@
 #include "engine/text/chat_formatter.h"
 #include "google/protobuf/repeated_ptr_field.h"
 #include "kvserve/v1/inference.pb.h"
+#include "server/tool_calls/tool_call_parser.h"
 
 namespace kvserve {
 
@@ -17,6 +18,9 @@ namespace kvserve {
 struct ChatAccess {
   const ChatFormatter* formatter = nullptr;
   std::string unavailable_reason;  // for FAILED_PRECONDITION when formatter is null
+  /// How the model writes tool calls (tool_choice "auto"): --tool_call_parser,
+  /// or what the template teaches.
+  tool_calls::ToolCallFormat tool_call_format = tool_calls::ToolCallFormat::kNone;
 };
 
 inline constexpr int kMaxChatMessages = 4096;

@@ -24,6 +24,8 @@ absl::StatusOr<ChatSetup> SetUpChat(const std::optional<ChatTemplateSource>& sou
     } else {
       setup.formatter = *std::move(formatter);
       setup.access.formatter = setup.formatter.get();
+      // What --tool_call_parser=auto picks; main applies the flag over it.
+      setup.access.tool_call_format = tool_calls::DetectToolCallFormat(source->text);
       KV_LOG(INFO) << "chat template from " << source->origin << "; turns end at ids ["
                    << absl::StrJoin(setup.formatter->end_of_turn_token_ids(), ", ")
                    << "] and the EOS ids";
@@ -32,6 +34,15 @@ absl::StatusOr<ChatSetup> SetUpChat(const std::optional<ChatTemplateSource>& sou
   }
   KV_LOG(WARNING) << "chat is unavailable: " << setup.access.unavailable_reason;
   return setup;
+}
+
+absl::StatusOr<tool_calls::ToolCallFormat> ResolveToolCallFormat(
+    const std::string& flag, const std::optional<ChatTemplateSource>& source) {
+  if (flag == "auto") {
+    return source ? tool_calls::DetectToolCallFormat(source->text)
+                  : tool_calls::ToolCallFormat::kNone;
+  }
+  return tool_calls::ToolCallFormatFromName(flag);
 }
 
 }  // namespace kvserve

@@ -24,4 +24,9 @@ struct ChatSetup {
 absl::StatusOr<ChatSetup> SetUpChat(const std::optional<ChatTemplateSource>& source,
                                     const Engine& engine, bool required);
 
+/// --tool_call_parser: "auto" reads the format off the template (none
+/// without one); the other names choose it. INVALID_ARGUMENT for an unknown name.
+absl::StatusOr<tool_calls::ToolCallFormat> ResolveToolCallFormat(
+    const std::string& flag, const std::optional<ChatTemplateSource>& source);
+
 }  // namespace kvserve

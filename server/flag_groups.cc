@@ -5,7 +5,7 @@ namespace kvserve {
 std::vector<FlagGroup> ServerFlagGroups() {
   // A new flag that no entry names is listed under "Other": add it here.
   return {
-      {"Model", {"model", "chat_template", "served_model_name"}},
+      {"Model", {"model", "chat_template", "tool_call_parser", "served_model_name"}},
       {"gRPC API", {"host", "port", "shutdown_grace_s"}},
       {"HTTP API (OpenAI-compatible)", {"http_*"}},
       {"Metrics", {"metrics_port", "metrics_host"}},

@@ -9,6 +9,10 @@ ABSL_FLAG(std::string, model, "",
 ABSL_FLAG(std::string, chat_template, "",
           "A Jinja chat template file, used instead of the model's own (tokenizer_config.json, "
           "chat_template.jinja or GGUF metadata) for Chat and ApplyChatTemplate.");
+ABSL_FLAG(std::string, tool_call_parser, "auto",
+          "How tool calls are read out of the model's text for tool_choice \"auto\": auto (from "
+          "the chat template: <tool_call> is hermes, [TOOL_CALLS] is mistral, Llama 3's JSON "
+          "calls are llama3_json), llama3_json, hermes, mistral, or none (never parsed).");
 ABSL_FLAG(std::string, host, "0.0.0.0", "Address to listen on.");
 ABSL_FLAG(int, port, 50051, "gRPC port (0: any free port).");
 ABSL_FLAG(int, metrics_port, 9464,

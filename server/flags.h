@@ -7,6 +7,7 @@
 
 ABSL_DECLARE_FLAG(std::string, model);
 ABSL_DECLARE_FLAG(std::string, chat_template);
+ABSL_DECLARE_FLAG(std::string, tool_call_parser);
 ABSL_DECLARE_FLAG(std::string, host);
 ABSL_DECLARE_FLAG(int, port);
 ABSL_DECLARE_FLAG(int, metrics_port);

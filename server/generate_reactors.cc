@@ -51,6 +51,36 @@ void Merge(const RequestOutput& out, v1::GenerateResponse& msg) {
   }
 }
 
+}  // namespace
+
+ToolCallOutputs::ToolCallOutputs(tool_calls::ToolCallPlan plan) {
+  if (plan.mode != tool_calls::ToolCallMode::kOff) streamer_.emplace(std::move(plan));
+}
+
+void ToolCallOutputs::Merge(RequestOutput& output, v1::GenerateResponse& msg) {
+  if (!streamer_) {
+    ::kvserve::Merge(output, msg);
+    return;
+  }
+  std::string content = streamer_->Add(output.text).content;
+  if (output.finished()) content += streamer_->Finish().content;
+  output.text = std::move(content);
+  ::kvserve::Merge(output, msg);
+  const auto& calls = streamer_->calls();
+  for (; sent_ < streamer_->complete_calls(); ++sent_) {
+    v1::ToolCall* call = msg.add_tool_calls();
+    call->set_id(calls[sent_].id);
+    call->set_name(calls[sent_].name);
+    call->set_arguments(calls[sent_].arguments);
+  }
+  // A reply cut by max_new_tokens stays "length": its last call may be cut too.
+  if (output.finished() && !calls.empty() && output.finish_reason != FinishReason::kLength) {
+    msg.set_finish_reason(v1::FINISH_REASON_TOOL_CALLS);
+  }
+}
+
+namespace {
+
 // Submits the request; on failure returns the gRPC status to finish with.
 // Fills the access record's request id and prompt size as they become known.
 template <typename Reactor>
@@ -90,14 +120,15 @@ void NoteOutput(const RequestOutput& output, absl::Time start, AccessRecord& acc
 GenerateStreamReactor::GenerateStreamReactor(grpc::CallbackServerContext* context,
                                              const v1::GenerateRequest* request, Engine& engine,
                                              ServerMetrics& metrics, InFlightCalls& calls,
-                                             const char* rpc)
+                                             const char* rpc, tool_calls::ToolCallPlan tools)
     : engine_(engine),
       metrics_(metrics),
       calls_(calls),
       counted_(calls.TryEnter()),
       unsent_(engine.max_unsent_tokens()),
       access_(NewAccessRecord(rpc, engine, /*stream=*/true)),
-      start_(absl::Now()) {
+      start_(absl::Now()),
+      tools_(std::move(tools)) {
   std::optional<grpc::Status> error;
   {
     // Under mu_: once submitted, the engine may Deliver before Submit returns.
@@ -123,7 +154,7 @@ void GenerateStreamReactor::Deliver(RequestOutput output) {
       sent_request_id_ = true;
       has_pending_ = true;
     }
-    Merge(output, pending_);
+    tools_.Merge(output, pending_);
     NoteOutput(output, start_, access_);
     if (!write_failed_) {
       const int n = static_cast<int>(output.token_ids.size());
@@ -207,14 +238,15 @@ GenerateUnaryReactor::GenerateUnaryReactor(grpc::CallbackServerContext* context,
                                            const v1::GenerateRequest* request,
                                            v1::GenerateResponse* response, Engine& engine,
                                            ServerMetrics& metrics, InFlightCalls& calls,
-                                           const char* rpc)
+                                           const char* rpc, tool_calls::ToolCallPlan tools)
     : engine_(engine),
       metrics_(metrics),
       calls_(calls),
       counted_(calls.TryEnter()),
       response_(response),
       access_(NewAccessRecord(rpc, engine, /*stream=*/false)),
-      start_(absl::Now()) {
+      start_(absl::Now()),
+      tools_(std::move(tools)) {
   std::optional<grpc::Status> error;
   {
     // Under mu_: once submitted, the engine may Deliver (and merge into
@@ -230,7 +262,7 @@ void GenerateUnaryReactor::Deliver(RequestOutput output) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (finish_called_) return;
-    Merge(output, *response_);
+    tools_.Merge(output, *response_);
     NoteOutput(output, start_, access_);
   }
   if (output.finished()) FinishOnce(grpc::Status::OK, FinishReasonLabel(output.finish_reason));

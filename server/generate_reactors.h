@@ -32,8 +32,22 @@
 #include "server/access_log.h"
 #include "server/in_flight_calls.h"
 #include "server/server_metrics.h"
+#include "server/tool_calls/tool_call_streamer.h"
 
 namespace kvserve {
+
+/// Chat with tools: turns each engine output's text into content and the
+/// calls that closed in it, merged into a response message.
+class ToolCallOutputs {
+ public:
+  explicit ToolCallOutputs(tool_calls::ToolCallPlan plan);
+  /// Rewrites output.text to the content, then merges it and the calls into `msg`.
+  void Merge(RequestOutput& output, v1::GenerateResponse& msg);
+
+ private:
+  std::optional<tool_calls::ToolCallStreamer> streamer_;  // empty: kOff
+  size_t sent_ = 0;                                       // calls merged so far
+};
 
 /// Deletes itself when the last reference goes.
 class RefCountedReactor {
@@ -54,9 +68,10 @@ class GenerateStreamReactor final : public grpc::ServerWriteReactor<v1::Generate
                                     public RefCountedReactor {
  public:
   /// `rpc`: the method's name, for the access log (GenerateStream, ChatStream).
+  /// `tools`: how a chat's output becomes tool calls (kOff: it does not).
   GenerateStreamReactor(grpc::CallbackServerContext* context, const v1::GenerateRequest* request,
                         Engine& engine, ServerMetrics& metrics, InFlightCalls& calls,
-                        const char* rpc);
+                        const char* rpc, tool_calls::ToolCallPlan tools = {});
 
   // From the engine thread, through the sink.
   void Deliver(RequestOutput output);
@@ -100,6 +115,7 @@ class GenerateStreamReactor final : public grpc::ServerWriteReactor<v1::Generate
   bool finish_called_ = false;
   AccessRecord access_;  // under mu_; outcome set with final_status_
   absl::Time start_;
+  ToolCallOutputs tools_;  // under mu_
 };
 
 class GenerateUnaryReactor final : public grpc::ServerUnaryReactor, public RefCountedReactor {
@@ -107,7 +123,7 @@ class GenerateUnaryReactor final : public grpc::ServerUnaryReactor, public RefCo
   /// `rpc`: the method's name, for the access log (Generate, Chat).
   GenerateUnaryReactor(grpc::CallbackServerContext* context, const v1::GenerateRequest* request,
                        v1::GenerateResponse* response, Engine& engine, ServerMetrics& metrics,
-                       InFlightCalls& calls, const char* rpc);
+                       InFlightCalls& calls, const char* rpc, tool_calls::ToolCallPlan tools = {});
 
   void Deliver(RequestOutput output);
   void DeliverAbort(absl::Status status);
@@ -131,6 +147,7 @@ class GenerateUnaryReactor final : public grpc::ServerUnaryReactor, public RefCo
   bool finish_called_ = false;
   AccessRecord access_;  // under mu_
   absl::Time start_;
+  ToolCallOutputs tools_;  // under mu_
 };
 
 }  // namespace kvserve

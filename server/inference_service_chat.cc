@@ -3,6 +3,7 @@
 #include "server/generate_reactors.h"
 #include "server/inference_service.h"
 #include "server/status_map.h"
+#include "server/tool_choice.h"
 
 namespace kvserve {
 namespace {
@@ -48,9 +49,12 @@ grpc::ServerUnaryReactor* InferenceService::ApplyChatTemplate(
 grpc::ServerUnaryReactor* InferenceService::Chat(grpc::CallbackServerContext* context,
                                                  const v1::ChatRequest* request,
                                                  v1::GenerateResponse* response) {
-  absl::StatusOr<ChatPrompt> prompt = RenderChat(chat_, request->messages(),
-                                                 request->tools_json(),
-                                                 /*add_generation_prompt=*/true);
+  v1::ChatRequest chat = *request;
+  absl::StatusOr<ToolCallSetup> tools = PrepareToolCalls(chat_, chat, "tools_json");
+  absl::StatusOr<ChatPrompt> prompt = tools.ok()
+                                          ? RenderChat(chat_, chat.messages(), tools->tools_json,
+                                                       /*add_generation_prompt=*/true)
+                                          : absl::StatusOr<ChatPrompt>(tools.status());
   if (!prompt.ok()) {
     const grpc::Status status = ToGrpcStatus(prompt.status(), "Chat");
     RecordRefusal("Chat", request->request_id(), status);
@@ -59,25 +63,29 @@ grpc::ServerUnaryReactor* InferenceService::Chat(grpc::CallbackServerContext* co
     return reactor;
   }
   // The reactor reads the request only while constructing itself.
-  const v1::GenerateRequest generate = ToGenerateRequest(*request, *prompt, *chat_.formatter);
+  const v1::GenerateRequest generate = ToGenerateRequest(chat, *prompt, *chat_.formatter);
   if (log_prompts_) LogPrompt("Chat", generate);
   return new GenerateUnaryReactor(context, &generate, response, engine_, metrics_, in_flight_,
-                                  "Chat");
+                                  "Chat", tools->plan);
 }
 
 grpc::ServerWriteReactor<v1::GenerateResponse>* InferenceService::ChatStream(
     grpc::CallbackServerContext* context, const v1::ChatRequest* request) {
-  absl::StatusOr<ChatPrompt> prompt = RenderChat(chat_, request->messages(),
-                                                 request->tools_json(),
-                                                 /*add_generation_prompt=*/true);
+  v1::ChatRequest chat = *request;
+  absl::StatusOr<ToolCallSetup> tools = PrepareToolCalls(chat_, chat, "tools_json");
+  absl::StatusOr<ChatPrompt> prompt = tools.ok()
+                                          ? RenderChat(chat_, chat.messages(), tools->tools_json,
+                                                       /*add_generation_prompt=*/true)
+                                          : absl::StatusOr<ChatPrompt>(tools.status());
   if (!prompt.ok()) {
     const grpc::Status status = ToGrpcStatus(prompt.status(), "ChatStream");
     RecordRefusal("ChatStream", request->request_id(), status);
     return new RefusedStreamReactor(status);
   }
-  const v1::GenerateRequest generate = ToGenerateRequest(*request, *prompt, *chat_.formatter);
+  const v1::GenerateRequest generate = ToGenerateRequest(chat, *prompt, *chat_.formatter);
   if (log_prompts_) LogPrompt("ChatStream", generate);
-  return new GenerateStreamReactor(context, &generate, engine_, metrics_, in_flight_, "ChatStream");
+  return new GenerateStreamReactor(context, &generate, engine_, metrics_, in_flight_, "ChatStream",
+                                   tools->plan);
 }
 
 }  // namespace kvserve

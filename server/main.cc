@@ -145,6 +145,12 @@ int Run(const std::vector<char*>& positional) {
     chat_template->text = *std::move(text);
     chat_template->origin = chat_template_path;
   }
+  absl::StatusOr<tool_calls::ToolCallFormat> tool_format =
+      ResolveToolCallFormat(absl::GetFlag(FLAGS_tool_call_parser), chat_template);
+  if (!tool_format.ok()) {
+    KV_LOG(ERROR) << "--tool_call_parser: " << tool_format.status().message();
+    return 2;
+  }
   BackendOptions backend_options{absl::GetFlag(FLAGS_device), absl::GetFlag(FLAGS_dtype),
                                  absl::GetFlag(FLAGS_gpu_memory_utilization),
                                  absl::GetFlag(FLAGS_cuda_graphs),
@@ -172,6 +178,12 @@ int Run(const std::vector<char*>& positional) {
   if (!chat.ok()) {
     KV_LOG(ERROR) << "--chat_template: " << chat.status().message();
     return 2;
+  }
+
+  chat->access.tool_call_format = *tool_format;
+  if (chat->access.formatter != nullptr) {
+    KV_LOG(INFO) << "tool calls (tool_choice auto) parsed as "
+                 << tool_calls::ToolCallFormatName(*tool_format);
   }
 
   ServerOptions options;

@@ -179,6 +179,142 @@ TEST_F(ChatApiTest, BadConversationsAreRefusedByName) {
   EXPECT_EQ(too_long.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+constexpr char kWeatherTool[] =
+    R"([{"type": "function", "function": {"name": "get_weather", "parameters": )"
+    R"({"type": "object", "properties": {"city": {"type": "string"}}}}}])";
+
+// tool_choice naming a function: the output is that call's arguments (the
+// constraint is its parameters schema), in tool_calls and not in text, unary
+// and streamed alike; the reply's tokens are what the request generated.
+TEST_F(ChatApiTest, NamedToolChoiceReturnsOneCallOverChatAndChatStream) {
+  v1::ChatRequest chat;
+  AddMessage(chat.mutable_messages(), "user", "Weather in Paris?");
+  chat.set_tools_json(kWeatherTool);
+  chat.mutable_tool_choice()->set_function_name("get_weather");
+  chat.mutable_stopping()->set_max_new_tokens(6);
+  auto answer = server_->client->Chat(chat);
+  if (answer.status().code() == absl::StatusCode::kUnimplemented) {
+    GTEST_SKIP() << "the JSON Schema constraint is not in this build yet: " << answer.status();
+  }
+  ASSERT_TRUE(answer.ok()) << answer.status();
+  ASSERT_EQ(answer->tool_calls_size(), 1);
+  EXPECT_EQ(answer->tool_calls(0).name(), "get_weather");
+  EXPECT_THAT(answer->tool_calls(0).id(), ::testing::MatchesRegex("call_[0-9A-Za-z]{24}"));
+  EXPECT_EQ(answer->text(), "");  // all of it is the call's arguments
+  EXPECT_GT(answer->token_ids_size(), 0);
+  // The random model runs into max_new_tokens: "length" says the call may be cut.
+  if (answer->finish_reason() != v1::FINISH_REASON_LENGTH) {
+    EXPECT_EQ(answer->finish_reason(), v1::FINISH_REASON_TOOL_CALLS);
+  }
+
+  StreamResult streamed = server_->client->ChatStream(chat);
+  ASSERT_TRUE(streamed.status.ok()) << streamed.status.error_message();
+  ASSERT_EQ(streamed.response.tool_calls_size(), 1);
+  EXPECT_EQ(streamed.response.tool_calls(0).name(), "get_weather");
+  EXPECT_EQ(streamed.response.tool_calls(0).arguments(), answer->tool_calls(0).arguments());
+  EXPECT_EQ(streamed.response.text(), "");
+}
+
+TEST_F(ChatApiTest, BadToolsAndToolChoicesAreRefusedByName) {
+  struct Case {
+    std::string tools_json;
+    std::function<void(v1::ChatRequest&)> choose;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {R"([{"type": "function", "function": {"name": "has space"}}])", nullptr,
+       "tools_json[0].function.name must be 1 to 64 characters"},
+      {R"([{"type": "retrieval"}])", nullptr, "tools_json[0].type must be \"function\""},
+      {R"([{"type": "function", "function": {"name": "f", "parameters": []}}])", nullptr,
+       "tools_json[0].function.parameters must be a JSON Schema object"},
+      {R"([{"type": "function", "function": {"name": "f"}},
+           {"type": "function", "function": {"name": "f"}}])",
+       nullptr, "tools_json[1].function.name \"f\" is defined twice"},
+      {kWeatherTool, [](v1::ChatRequest& c) { c.mutable_tool_choice()->set_mode("always"); },
+       "tool_choice must be"},
+      {kWeatherTool,
+       [](v1::ChatRequest& c) { c.mutable_tool_choice()->set_function_name("get_time"); },
+       "tool_choice names the function \"get_time\""},
+      {"", [](v1::ChatRequest& c) { c.mutable_tool_choice()->set_mode("required"); },
+       "tool_choice needs tools"},
+      {kWeatherTool,
+       [](v1::ChatRequest& c) {
+         c.mutable_tool_choice()->set_mode("required");
+         c.mutable_sampling()->set_regex("a+");
+       },
+       "cannot be combined with a constraint"},
+  };
+  for (const Case& c : cases) {
+    v1::ChatRequest chat;
+    AddMessage(chat.mutable_messages(), "user", "x");
+    chat.set_tools_json(c.tools_json);
+    if (c.choose) c.choose(chat);
+    auto unary = server_->client->Chat(chat);
+    EXPECT_EQ(unary.status().code(), absl::StatusCode::kInvalidArgument) << c.expected;
+    EXPECT_THAT(unary.status().message(), ::testing::HasSubstr(c.expected));
+    StreamResult streamed = server_->client->ChatStream(chat);
+    EXPECT_EQ(streamed.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << c.expected;
+  }
+}
+
+// Qwen2.5's template: tool calls in the hermes format. A grammar makes the
+// random model write a sentence and a call, which tool_choice "auto" (the
+// default with tools) parses into tool_calls, unary and streamed.
+class HermesToolCallTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    model_dir_ = ModelDirWith(
+        "qwen25",
+        {{"chat_template.jinja", ReadFile(TestDataDir() + "/chat_templates/qwen2.5.jinja")}});
+    server_ = StartTestServer(model_dir_);
+    ASSERT_NE(server_, nullptr);
+  }
+  void TearDown() override {
+    if (server_) EXPECT_EQ(server_->Metric("kvserve_kv_blocks_used"), 0);
+    server_.reset();
+    fs::remove_all(model_dir_);
+  }
+  std::string model_dir_;
+  std::unique_ptr<TestServer> server_;
+};
+
+TEST_F(HermesToolCallTest, AutoParsesTheCallsOutOfTheText) {
+  EXPECT_EQ(server_->chat.access.tool_call_format, tool_calls::ToolCallFormat::kHermes);
+  v1::ChatRequest chat;
+  AddMessage(chat.mutable_messages(), "user", "Weather in Paris?");
+  chat.set_tools_json(kWeatherTool);
+  chat.mutable_sampling()->set_grammar(
+      R"(root ::= "Checking.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": )"
+      R"({\"city\": \"Paris\"}}\n</tool_call>")");
+  chat.mutable_stopping()->set_max_new_tokens(200);
+  auto answer = server_->client->Chat(chat);
+  if (answer.status().code() == absl::StatusCode::kUnimplemented) {
+    GTEST_SKIP() << "grammar constraints are not in this build yet: " << answer.status();
+  }
+  ASSERT_TRUE(answer.ok()) << answer.status();
+  EXPECT_EQ(answer->text(), "Checking.\n");  // the content, streamed up to the marker
+  ASSERT_EQ(answer->tool_calls_size(), 1);
+  EXPECT_EQ(answer->tool_calls(0).name(), "get_weather");
+  EXPECT_EQ(answer->tool_calls(0).arguments(), R"({"city":"Paris"})");
+  EXPECT_EQ(answer->finish_reason(), v1::FINISH_REASON_TOOL_CALLS);
+
+  StreamResult streamed = server_->client->ChatStream(chat);
+  ASSERT_TRUE(streamed.status.ok()) << streamed.status.error_message();
+  EXPECT_EQ(streamed.response.text(), answer->text());
+  ASSERT_EQ(streamed.response.tool_calls_size(), 1);
+  EXPECT_EQ(streamed.response.tool_calls(0).arguments(), answer->tool_calls(0).arguments());
+  EXPECT_NE(streamed.response.tool_calls(0).id(), answer->tool_calls(0).id());
+  EXPECT_EQ(streamed.response.finish_reason(), v1::FINISH_REASON_TOOL_CALLS);
+
+  // tool_choice "none": no tools shown, the text comes back as it is.
+  chat.mutable_tool_choice()->set_mode("none");
+  auto plain = server_->client->Chat(chat);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(plain->tool_calls_size(), 0);
+  EXPECT_THAT(plain->text(), ::testing::HasSubstr("<tool_call>"));
+  EXPECT_NE(plain->finish_reason(), v1::FINISH_REASON_TOOL_CALLS);
+}
+
 TEST(ChatWithoutTemplateTest, ChatIsAFailedPreconditionAndGenerateStillWorks) {
   auto server = StartTestServer(FixtureDir("tiny-qwen2"));
   ASSERT_NE(server, nullptr);

@@ -136,6 +136,57 @@ absl::StatusOr<std::string> ChatRole(const std::string& name, const json& role) 
                    value.substr(0, 64), value.size() > 64 ? "...\"" : "\""));
 }
 
+// An optional string field of a message; null counts as absent.
+absl::Status OptionalString(const std::string& name, const json& m, const char* key,
+                            std::string* out) {
+  auto it = m.find(key);
+  if (it == m.end() || it->is_null()) return absl::OkStatus();
+  if (!it->is_string()) return WrongType(absl::StrCat(name, ".", key), "a string", *it);
+  *out = it->get<std::string>();
+  return absl::OkStatus();
+}
+
+// An assistant's tool_calls ({id, type: "function", function: {name,
+// arguments: JSON text}}) and a tool result's tool_call_id and name.
+absl::Status ParseToolFields(const std::string& name, const json& m, v1::ChatMessage& message) {
+  KV_RETURN_IF_ERROR_HTTP(OptionalString(name, m, "tool_call_id", message.mutable_tool_call_id()));
+  KV_RETURN_IF_ERROR_HTTP(OptionalString(name, m, "name", message.mutable_name()));
+  auto calls = m.find("tool_calls");
+  if (calls == m.end() || calls->is_null()) return absl::OkStatus();
+  if (!calls->is_array()) return WrongType(name + ".tool_calls", "an array", *calls);
+  for (size_t j = 0; j < calls->size(); ++j) {
+    const std::string at = absl::StrCat(name, ".tool_calls[", j, "]");
+    const json& call = (*calls)[j];
+    if (!call.is_object()) return WrongType(at, "an object", call);
+    v1::ToolCall* out = message.add_tool_calls();
+    KV_RETURN_IF_ERROR_HTTP(OptionalString(at, call, "id", out->mutable_id()));
+    std::string type = "function";
+    KV_RETURN_IF_ERROR_HTTP(OptionalString(at, call, "type", &type));
+    if (type != "function") return absl::InvalidArgumentError(at + ".type must be \"function\"");
+    auto function = call.find("function");
+    if (function == call.end() || !function->is_object()) {
+      return WrongType(at + ".function", "an object", function == call.end() ? json() : *function);
+    }
+    KV_RETURN_IF_ERROR_HTTP(
+        OptionalString(at + ".function", *function, "name", out->mutable_name()));
+    if (out->name().empty()) return absl::InvalidArgumentError(at + ".function.name is required");
+    auto args = function->find("arguments");
+    if (args != function->end() && args->is_object()) {
+      out->set_arguments(args->dump());  // some clients send the object itself
+    } else {
+      KV_RETURN_IF_ERROR_HTTP(
+          OptionalString(at + ".function", *function, "arguments", out->mutable_arguments()));
+      const json parsed = json::parse(out->arguments().empty() ? "{}" : out->arguments(), nullptr,
+                                      /*allow_exceptions=*/false);
+      if (parsed.is_discarded() || !parsed.is_object()) {
+        return absl::InvalidArgumentError(at +
+                                          ".function.arguments must be the JSON text of an object");
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ParseMessages(const json& messages, v1::ChatRequest& out) {
   if (!messages.is_array()) return WrongType("messages", "an array of messages", messages);
   for (size_t i = 0; i < messages.size(); ++i) {
@@ -148,6 +199,7 @@ absl::Status ParseMessages(const json& messages, v1::ChatRequest& out) {
         ChatRole(name + ".role", role == m.end() ? json() : *role);
     if (!role_name.ok()) return role_name.status();
     message->set_role(*std::move(role_name));
+    KV_RETURN_IF_ERROR_HTTP(ParseToolFields(name, m, *message));
     auto content = m.find("content");
     if (content == m.end() || content->is_null()) continue;  // e.g. an assistant's tool call
     if (content->is_string()) {
@@ -257,10 +309,49 @@ absl::Status ParseStopping(Fields& f, OpenAiRequest& r) {
   return absl::OkStatus();
 }
 
+// tools (kept as JSON text, checked with the gRPC API's in tool_choice.cc),
+// tool_choice and parallel_tool_calls.
+absl::Status ParseTools(Fields& f, OpenAiRequest& r) {
+  if (const json* tools = f.Get("tools")) {
+    if (!tools->is_array()) return WrongType("tools", "an array of tool definitions", *tools);
+    if (!tools->empty()) r.chat.set_tools_json(tools->dump());
+  }
+  if (const json* choice = f.Get("tool_choice")) {
+    v1::ToolChoice* out = r.chat.mutable_tool_choice();
+    if (choice->is_string()) {
+      out->set_mode(choice->get<std::string>());
+    } else if (choice->is_object()) {
+      auto type = choice->find("type");
+      if (type == choice->end() || *type != "function") {
+        return absl::InvalidArgumentError("tool_choice.type must be \"function\"");
+      }
+      auto function = choice->find("function");
+      const json* name = nullptr;
+      if (function != choice->end() && function->is_object()) {
+        auto it = function->find("name");
+        if (it != function->end()) name = &*it;
+      }
+      if (name == nullptr || !name->is_string()) {
+        return absl::InvalidArgumentError("tool_choice.function.name is required (a string)");
+      }
+      out->set_function_name(name->get<std::string>());
+    } else {
+      return WrongType("tool_choice",
+                       "\"none\", \"auto\", \"required\" or {\"type\": \"function\", "
+                       "\"function\": {\"name\": ...}}",
+                       *choice);
+    }
+  }
+  std::optional<bool> parallel;
+  KV_RETURN_IF_ERROR_HTTP(f.Bool("parallel_tool_calls", &parallel));
+  if (parallel) r.chat.set_parallel_tool_calls(*parallel);
+  return absl::OkStatus();
+}
+
 // OpenAI's parameters that kvserve does not implement and that would change
-// what comes back: refused, not silently ignored. (tools, tool_choice and
-// response_format are still ignored; user, metadata, store, service_tier,
-// prediction and the like do not change the output and are accepted.)
+// what comes back: refused, not silently ignored. (user, metadata, store,
+// service_tier, prediction and the like do not change the output and are
+// accepted.)
 absl::Status RefuseUnsupported(Fields& f, OpenAiRequest& r) {
   const bool completions = r.endpoint == Endpoint::kCompletions;
   if (const json* bias = f.Get("logit_bias")) {
@@ -338,6 +429,7 @@ absl::StatusOr<OpenAiRequest> ParseOpenAiRequest(Endpoint endpoint, std::string_
     const json* messages = f.Get("messages");
     if (messages == nullptr) return absl::InvalidArgumentError("messages is required");
     KV_RETURN_IF_ERROR_HTTP(ParseMessages(*messages, r.chat));
+    KV_RETURN_IF_ERROR_HTTP(ParseTools(f, r));
   }
   std::optional<int64_t> n;
   KV_RETURN_IF_ERROR_HTTP(f.Integer("n", 1, kMaxChoices, &n));

@@ -17,7 +17,84 @@ std::string DumpJson(const json& value) {
 std::string SseEvent(const json& value) { return absl::StrCat("data: ", DumpJson(value), "\n\n"); }
 
 OpenAiResponseBuilder::OpenAiResponseBuilder(ResponseContext context)
-    : context_(std::move(context)), choices_(context_.n) {}
+    : context_(std::move(context)), choices_(context_.n) {
+  if (context_.stream && context_.endpoint == Endpoint::kChat &&
+      context_.tools.mode != tool_calls::ToolCallMode::kOff) {
+    for (Choice& c : choices_)
+      c.tools = std::make_unique<tool_calls::ToolCallStreamer>(context_.tools);
+  }
+}
+
+namespace {
+
+// OpenAI's delta.tool_calls[0] for one update of a call.
+json CallDeltaJson(const tool_calls::CallDelta& d) {
+  json call = {{"index", d.index}};
+  if (d.first) {
+    call["id"] = d.id;
+    call["type"] = "function";
+    call["function"] = {{"name", d.name}, {"arguments", d.arguments}};
+  } else {
+    call["function"] = {{"arguments", d.arguments}};
+  }
+  return call;
+}
+
+json ToolCallsJson(const std::vector<tool_calls::ToolCall>& calls) {
+  json out = json::array();
+  for (const tool_calls::ToolCall& c : calls) {
+    out.push_back({{"id", c.id},
+                   {"type", "function"},
+                   {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+  }
+  return out;
+}
+
+// "tool_calls" when the reply called tools, unless max_tokens cut it (the
+// client must know that the last call may be cut too).
+const char* ChatFinishReason(FinishReason reason, bool called) {
+  return called && reason != FinishReason::kLength ? "tool_calls" : FinishReasonName(reason);
+}
+
+}  // namespace
+
+// Chat streams with tools: the content (what is not a call) in one chunk,
+// then one chunk per call update, the finish reason on the last.
+void OpenAiResponseBuilder::AddChatChunks(int index, Choice& choice, const RequestOutput& output,
+                                          json logprobs, std::string& sse) {
+  tool_calls::StreamDelta d = choice.tools->Add(output.text);
+  if (output.finished()) {
+    tool_calls::StreamDelta rest = choice.tools->Finish();
+    d.content += rest.content;
+    for (auto& c : rest.calls) d.calls.push_back(std::move(c));
+  }
+  std::vector<json> items;
+  json delta = json::object();
+  if (!choice.sent_role) {
+    delta["role"] = "assistant";
+    choice.sent_role = true;
+  }
+  if (!d.content.empty() || !delta.empty() || !logprobs.is_null()) delta["content"] = d.content;
+  if (!delta.empty() || (d.calls.empty() && output.finished())) {
+    items.push_back({{"index", index}, {"delta", std::move(delta)}, {"logprobs", logprobs}});
+  }
+  for (const tool_calls::CallDelta& c : d.calls) {
+    items.push_back({{"index", index},
+                     {"delta", {{"tool_calls", json::array({CallDeltaJson(c)})}}},
+                     {"logprobs", nullptr}});
+  }
+  for (size_t i = 0; i < items.size(); ++i) {
+    json& item = items[i];
+    item["finish_reason"] = nullptr;
+    if (output.finished() && i + 1 == items.size()) {
+      item["finish_reason"] =
+          ChatFinishReason(output.finish_reason, !choice.tools->calls().empty());
+    }
+    json chunk = ChunkEnvelope();
+    chunk["choices"].push_back(std::move(item));
+    sse += SseEvent(chunk);
+  }
+}
 
 std::string OpenAiResponseBuilder::TokenText(int32_t id) const {
   if (context_.tokenizer == nullptr) return absl::StrCat("token_id:", id);
@@ -107,6 +184,10 @@ void OpenAiResponseBuilder::Add(int index, const RequestOutput& output, std::str
     return;
   }
   const bool chat = context_.endpoint == Endpoint::kChat;
+  if (choice.tools) {
+    AddChatChunks(index, choice, output, std::move(logprobs), sse);
+    return;
+  }
   json item = {{"index", index}, {"logprobs", logprobs}, {"finish_reason", nullptr}};
   if (chat) {
     json delta = json::object();
@@ -145,7 +226,13 @@ json OpenAiResponseBuilder::Response() const {
     json item = {{"index", i},
                  {"logprobs", c.logprobs},
                  {"finish_reason", FinishReasonName(c.finish)}};
-    if (chat) {
+    if (chat && context_.tools.mode != tool_calls::ToolCallMode::kOff) {
+      tool_calls::ToolCallOutput out = tool_calls::ParseWholeOutput(context_.tools, c.text);
+      item["message"] = {{"role", "assistant"}, {"content", nullptr}};
+      if (out.content) item["message"]["content"] = *out.content;
+      if (!out.calls.empty()) item["message"]["tool_calls"] = ToolCallsJson(out.calls);
+      item["finish_reason"] = ChatFinishReason(c.finish, !out.calls.empty());
+    } else if (chat) {
       item["message"] = {{"role", "assistant"}, {"content", c.text}};
     } else {
       item["text"] = context_.echo + c.text;

@@ -4,11 +4,13 @@
 //   completions: "text_completion", choices[].text, logprobs {tokens, token_logprobs,
 //                top_logprobs, text_offset}
 //   chat:        "chat.completion" / "chat.completion.chunk", choices[].message or
-//                .delta {role, content}, logprobs {content: [{token, logprob, bytes,
-//                top_logprobs}]}
+//                .delta {role, content, tool_calls}, logprobs {content: [{token, logprob,
+//                bytes, top_logprobs}]}; finish_reason "tool_calls" when the reply calls
+//                tools (server/tool_calls turns the text into calls)
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,6 +18,7 @@
 #include "engine/text/tokenizer.h"
 #include "nlohmann/json.hpp"
 #include "server/http/openai_request.h"
+#include "server/tool_calls/tool_call_streamer.h"
 
 namespace kvserve::http {
 
@@ -30,6 +33,7 @@ struct ResponseContext {
   bool logprobs = false;
   std::string echo;  // completions: text before each choice's (`echo: true`: the prompt)
   const Tokenizer* tokenizer = nullptr;  // for the token strings of logprobs; may be null
+  tool_calls::ToolCallPlan tools;        // chat: how the text becomes tool calls
 };
 
 /// "stop" for EOS and stop strings/tokens, "length" for max_tokens.
@@ -57,7 +61,11 @@ class OpenAiResponseBuilder {
     uint32_t completion_tokens = 0;
     bool sent_role = false;   // chat streams open each choice with {role: assistant}
     bool echoed = false;      // completion streams open each choice with the echo
+    std::unique_ptr<tool_calls::ToolCallStreamer> tools;  // chat streams with tools
   };
+
+  void AddChatChunks(int index, Choice& choice, const RequestOutput& output,
+                     nlohmann::json logprobs, std::string& sse);
 
   nlohmann::json LogprobsOf(Choice& choice, const RequestOutput& output) const;
   void AppendLogprobs(nlohmann::json& into, const nlohmann::json& more) const;

@@ -8,6 +8,7 @@
 #include "base/logging.h"
 #include "server/http/response_id.h"
 #include "server/request_mapping.h"
+#include "server/tool_choice.h"
 
 namespace kvserve::http {
 namespace {
@@ -153,9 +154,22 @@ std::variant<HttpReply, StartedGeneration> OpenAiService::Generate(Endpoint endp
     }
   }
   v1::GenerateRequest generate = r.generate;
+  tool_calls::ToolCallPlan tool_plan;
   if (chat) {
-    absl::StatusOr<ChatPrompt> prompt =
-        RenderChat(chat_, r.chat.messages(), /*tools_json=*/"", /*add_generation_prompt=*/true);
+    *r.chat.mutable_sampling() = r.generate.sampling();
+    *r.chat.mutable_stopping() = r.generate.stopping();
+    // May set the sampling constraint (tool_choice "required" or a function).
+    absl::StatusOr<ToolCallSetup> tools = PrepareToolCalls(chat_, r.chat, "tools");
+    if (!tools.ok()) return fail(ToHttpError(tools.status(), names));
+    tool_plan = tools->plan;
+    if (tool_plan.mode == tool_calls::ToolCallMode::kNamed ||
+        tool_plan.mode == tool_calls::ToolCallMode::kRequired) {
+      // The constraint is made of the tools' parameters schemas: a schema
+      // that does not compile is the tools' fault.
+      names.push_back({"sampling.json_schema", "tools"});
+    }
+    absl::StatusOr<ChatPrompt> prompt = RenderChat(chat_, r.chat.messages(), tools->tools_json,
+                                                   /*add_generation_prompt=*/true);
     if (!prompt.ok()) {
       HttpError error = ToHttpError(prompt.status(), names);
       // The conversation is at fault, also when the template refuses it
@@ -163,8 +177,6 @@ std::variant<HttpReply, StartedGeneration> OpenAiService::Generate(Endpoint endp
       if (error.code == absl::StatusCode::kInvalidArgument) error.param = "messages";
       return fail(error);
     }
-    *r.chat.mutable_sampling() = r.generate.sampling();
-    *r.chat.mutable_stopping() = r.generate.stopping();
     generate = ToGenerateRequest(r.chat, *prompt, *chat_.formatter);
   }
   const std::string id = NewResponseId(chat ? "chatcmpl-" : "cmpl-");
@@ -227,6 +239,7 @@ std::variant<HttpReply, StartedGeneration> OpenAiService::Generate(Endpoint endp
   context.logprobs = r.logprobs;
   context.echo = std::move(echo);
   context.tokenizer = engine_.tokenizer();
+  context.tools = std::move(tool_plan);
   return StartedGeneration{std::move(call),
                            std::make_unique<OpenAiResponseBuilder>(std::move(context)), r.stream,
                            std::move(access), start};
