@@ -1,10 +1,14 @@
 // libFuzzer target: a GBNF grammar, then the rest of the input run through
 // its automaton. The input is split at the first NUL: before it the grammar,
-// after it bytes to match and a token mask to compute at every step. No
-// input may crash, hang (every closure terminates: left recursion refused,
-// tail calls reuse their return point) or blow past the node limit unnoticed.
+// after it bytes to match and a token mask to compute at every step, each
+// checked token by token against advancing the token's bytes (abort on a
+// difference). No input may crash, hang (every closure terminates: left
+// recursion refused, tail calls reuse their return point) or blow past the
+// node limit unnoticed.
 #include <cstddef>
+#include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -43,8 +47,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   kvserve::grammar::CompiledConstraint c(*grammar, Vocabulary(), "fuzz");
   std::vector<uint32_t> mask(c.vocabulary().mask_words());
   int32_t state = c.Start();
+  const kvserve::grammar::TokenVocabulary& v = c.vocabulary();
   for (size_t i = 0; i <= bytes.size() && i < 64 && state >= 0; ++i) {
+    std::fill(mask.begin(), mask.end(), 0u);
     c.OrMask(state, mask.data());
+    // The invariant the sampler relies on: a token is in the mask exactly
+    // when the grammar can take all of its bytes from this state (checked at
+    // the first states, where most inputs still are).
+    for (int32_t id = 0; i < 4 && id < v.size(); ++id) {  // the first states: keeps it fast
+      const bool allowed = (mask[id >> 5] >> (id & 31)) & 1u;
+      const bool takes = !v.bytes(id).empty() &&
+                         c.AdvanceBytes(state, v.bytes(id)) != kvserve::grammar::kDeadState;
+      if (allowed != takes) std::abort();
+    }
     c.Accepting(state);
     if (i < bytes.size()) state = c.AdvanceBytes(state, bytes.substr(i, 1));
   }
