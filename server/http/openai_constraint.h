@@ -26,7 +26,7 @@ namespace kvserve::http {
 /// ("guided_json", "response_format", "structured_outputs.regex"), for the
 /// compiler's errors; it is left alone when none did.
 absl::Status ParseOpenAiConstraint(
-    const std::function<const nlohmann::json*(const std::string&)>& get,
+    const std::function<const nlohmann::ordered_json*(const std::string&)>& get,
     v1::SamplingParams& sampling, std::string* field);
 
 }  // namespace kvserve::http

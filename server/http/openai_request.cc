@@ -12,7 +12,9 @@
 namespace kvserve::http {
 namespace {
 
-using nlohmann::json;
+// Ordered: a JSON Schema keeps its properties in the order the client wrote
+// (the structured output writes them in that order, as OpenAI does).
+using json = nlohmann::ordered_json;
 
 const char* TypeName(const json& v) {
   if (v.is_string()) return "string";

@@ -117,7 +117,7 @@ class StructuredOutputsTest(ServerTestCase):
         def run(case):
             (name, schema, question), temperature = case
             response = self.chat(
-                question, temperature=temperature, seed=7, max_completion_tokens=300,
+                question, temperature=temperature, seed=7, max_completion_tokens=800,
                 response_format={"type": "json_schema",
                                  "json_schema": {"name": name, "schema": schema, "strict": True}})
             return name, temperature, response.choices[0]
@@ -132,6 +132,19 @@ class StructuredOutputsTest(ServerTestCase):
                 value = json.loads(text)
                 jsonschema.validate(value, schemas[name],
                                     format_checker=jsonschema.FormatChecker())
+
+    def test_properties_come_in_the_schemas_order(self):
+        # Not alphabetical: a parser that sorts keys would put "age" first.
+        schema = {"type": "object", "properties": {
+            "zeta": {"type": "string", "maxLength": 10}, "name": {"type": "string", "maxLength": 20},
+            "age": {"type": "integer"}}, "required": ["zeta", "name", "age"]}
+        for body in ({"response_format": {"type": "json_schema",
+                                          "json_schema": {"name": "p", "schema": schema}}},
+                     {"extra_body": {"guided_json": schema}}):
+            response = self.chat("Describe Ada, 36.", temperature=0, max_completion_tokens=120,
+                                 **body)
+            value = json.loads(response.choices[0].message.content)
+            self.assertEqual(list(value), ["zeta", "name", "age"], value)
 
     def test_json_object(self):
         response = self.chat("Describe Paris as JSON.", temperature=0.8, seed=3, n=4,
