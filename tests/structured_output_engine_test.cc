@@ -139,14 +139,16 @@ TEST_F(StructuredOutputEngineTest, IgnoreEosIsRefusedAndCancelFreesBlocks) {
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(s.message()), HasSubstr("stopping.ignore_eos cannot be combined"));
 
-  r.stopping.ignore_eos = false;
-  r.stopping.max_new_tokens = 2000;
+  // A grammar that cannot end before 1000 tokens: the cancel comes first.
+  r = Constrained(engine, R"(root ::= [a-z]{1000})", 1);
+  r.stopping.max_new_tokens = 1500;
   auto sink = std::make_shared<CollectingSink>();
   ASSERT_TRUE(engine.Submit(r, sink).ok());
   absl::SleepFor(absl::Milliseconds(50));
   sink->Cancel();
   engine.Wake();
   ASSERT_TRUE(sink->WaitDone());
+  EXPECT_EQ(sink->status.code(), absl::StatusCode::kCancelled) << sink->status;
   // TearDown checks that no block is left.
 }
 

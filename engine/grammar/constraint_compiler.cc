@@ -1,8 +1,8 @@
 #include "engine/grammar/constraint_compiler.h"
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "engine/grammar/gbnf.h"
+#include "engine/grammar/gbnf_text.h"
 #include "engine/grammar/json_schema_to_gbnf.h"
 #include "engine/grammar/regex_to_gbnf.h"
 
@@ -22,17 +22,7 @@ const char* ConstraintFieldName(ConstraintSpec::Kind kind) {
 std::string ChoiceGbnf(const std::vector<std::string>& choices) {
   std::string out = "root ::=";
   for (size_t i = 0; i < choices.size(); ++i) {
-    absl::StrAppend(&out, i == 0 ? " \"" : " | \"");
-    for (unsigned char c : choices[i]) {
-      if (c == '"' || c == '\\') {
-        absl::StrAppend(&out, "\\", std::string(1, c));
-      } else if (c < 0x20) {
-        absl::StrAppend(&out, absl::StrFormat("\\x%02X", c));
-      } else {
-        out.push_back(static_cast<char>(c));  // UTF-8 goes in as it is
-      }
-    }
-    out.push_back('"');
+    absl::StrAppend(&out, i == 0 ? " " : " | ", GbnfLiteral(choices[i]));
   }
   out.push_back('\n');
   return out;
