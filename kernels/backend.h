@@ -62,6 +62,11 @@ class Backend {
     return compute_dtype();
   }
 
+  /// Whether weights may stay in host memory the backend does not own (a
+  /// mapped GGUF file's bytes, TensorData::owner) instead of being uploaded:
+  /// the CPU backend computes from them in place.
+  virtual bool BorrowsHostWeights() const { return false; }
+
   // Memory. Copies are ordered with the ops; CopyToHost waits for them.
   virtual absl::StatusOr<DeviceBufferPtr> Allocate(size_t bytes) = 0;
   virtual absl::Status CopyToDevice(const void* host, size_t bytes, void* device) = 0;
@@ -126,6 +131,17 @@ class Backend {
   /// out = x · weightᵀ (+ bias). x: [T, K], weight: [N, K], bias: [N] or empty,
   /// out: [T, N] of the compute dtype or float32 (the logits).
   virtual absl::Status Linear(Tensor x, Tensor weight, Tensor bias, Tensor out) = 0;
+  /// Linear over a matrix kept as row blocks apart (their storage dtypes
+  /// differ, as a Q4_K_M file's Q4_K q/k rows and Q6_K v rows, or they are
+  /// borrowed from a mapped file): out[:, n_0 + ... + n_{j-1} + c] = x ·
+  /// parts[j][c]ᵀ (+ bias). One part is Linear; only backends that keep such
+  /// matrices (MatrixWeightDType) take more.
+  virtual absl::Status LinearParts(Tensor x, const std::vector<Tensor>& parts, Tensor bias,
+                                   Tensor out) {
+    if (parts.size() == 1) return Linear(x, parts.front(), bias, out);
+    return absl::UnimplementedError(name() + " backend multiplies by one weight tensor, got " +
+                                    std::to_string(parts.size()) + " parts");
+  }
   virtual absl::Status RopeSplitQkv(const RopeSplitParams& params) = 0;
   /// out = silu(gate) * up, where gate_up: [T, 2I] holds gate | up per row, out: [T, I].
   virtual absl::Status SiluMul(Tensor gate_up, Tensor out) = 0;

@@ -4,8 +4,25 @@
 
 #include "absl/strings/str_cat.h"
 #include "kernels/q8_0.h"
+#include "kernels/quant/dequantize.h"
 
 namespace kvserve {
+
+bool IsBlockDType(DType dtype) { return DTypeBlockElems(dtype) > 1; }
+
+int64_t DTypeBlockElems(DType dtype) {
+  switch (dtype) {
+    case DType::kQ8_0:
+    case DType::kQ4_0:
+    case DType::kQ4_1:
+    case DType::kQ5_0:
+    case DType::kQ5_1: return 32;
+    case DType::kQ4_K:
+    case DType::kQ5_K:
+    case DType::kQ6_K: return 256;
+    default: return 1;
+  }
+}
 
 size_t DTypeSize(DType dtype) {
   switch (dtype) {
@@ -14,13 +31,19 @@ size_t DTypeSize(DType dtype) {
     case DType::kBFloat16: return 2;
     case DType::kInt32: return 4;
     case DType::kQ8_0: return sizeof(BlockQ8_0);
+    case DType::kQ4_0: return 18;
+    case DType::kQ4_1: return 20;
+    case DType::kQ5_0: return 22;
+    case DType::kQ5_1: return 24;
+    case DType::kQ4_K: return 144;
+    case DType::kQ5_K: return 176;
+    case DType::kQ6_K: return 210;
   }
   return 0;
 }
 
 size_t DTypeBytes(DType dtype, int64_t count) {
-  if (dtype == DType::kQ8_0) return static_cast<size_t>(count / kQ8_0BlockSize) * sizeof(BlockQ8_0);
-  return static_cast<size_t>(count) * DTypeSize(dtype);
+  return static_cast<size_t>(count / DTypeBlockElems(dtype)) * DTypeSize(dtype);
 }
 
 absl::string_view DTypeName(DType dtype) {
@@ -30,6 +53,13 @@ absl::string_view DTypeName(DType dtype) {
     case DType::kBFloat16: return "bfloat16";
     case DType::kInt32: return "int32";
     case DType::kQ8_0: return "q8_0";
+    case DType::kQ4_0: return "q4_0";
+    case DType::kQ4_1: return "q4_1";
+    case DType::kQ5_0: return "q5_0";
+    case DType::kQ5_1: return "q5_1";
+    case DType::kQ4_K: return "q4_k";
+    case DType::kQ5_K: return "q5_k";
+    case DType::kQ6_K: return "q6_k";
   }
   return "unknown";
 }
@@ -98,11 +128,11 @@ absl::Status ConvertToFloat32(const void* src, DType src_dtype, int64_t count, f
       for (int64_t i = 0; i < count; ++i) dst[i] = HalfToFloat(in[i]);
       return absl::OkStatus();
     }
-    case DType::kQ8_0:
-      if (count % kQ8_0BlockSize != 0) break;
-      DequantizeQ8_0(static_cast<const BlockQ8_0*>(src), count, dst);
-      return absl::OkStatus();
     case DType::kInt32: break;
+    default:  // a block format
+      if (count % DTypeBlockElems(src_dtype) != 0) break;
+      DequantizeBlocks(src_dtype, src, count / DTypeBlockElems(src_dtype), dst);
+      return absl::OkStatus();
   }
   return absl::InvalidArgumentError(
       absl::StrCat("cannot convert ", count, " elements of ", DTypeName(src_dtype), " to float32"));
@@ -127,7 +157,7 @@ absl::Status ConvertFromFloat32(const float* src, int64_t count, DType dst_dtype
       if (count % kQ8_0BlockSize != 0) break;
       QuantizeQ8_0(src, count, static_cast<BlockQ8_0*>(dst));
       return absl::OkStatus();
-    case DType::kInt32: break;
+    default: break;  // int32; the other block formats are never written here
   }
   return absl::InvalidArgumentError(
       absl::StrCat("cannot convert ", count, " float32 values to ", DTypeName(dst_dtype)));

@@ -16,8 +16,8 @@ bool IsFloat(DType d) {
 // Whether a [rows, cols] weight of `w` may be used with activations of `x`.
 bool WeightDTypeOk(DType w, DType x, int64_t cols, WeightDTypes accepted) {
   if (w == x) return true;
-  if (accepted != WeightDTypes::kAlsoBf16AndQ8_0 || x != DType::kFloat32) return false;
-  return w == DType::kBFloat16 || (w == DType::kQ8_0 && cols % 32 == 0);
+  if (accepted != WeightDTypes::kAlsoBf16AndBlocks || x != DType::kFloat32) return false;
+  return w == DType::kBFloat16 || (IsBlockDType(w) && cols % DTypeBlockElems(w) == 0);
 }
 
 absl::Status CheckAttentionShape(absl::string_view op, const AttentionShape& s) {
@@ -72,7 +72,8 @@ absl::Status CheckEmbedding(Tensor ids, Tensor table, Tensor out, WeightDTypes a
                     accepted == WeightDTypes::kComputeOnly
                         ? "out [T, hidden] of the table's dtype"
                         : "out [T, hidden] of the table's dtype, or float32 for a bfloat16 or "
-                          "q8_0 table (hidden a multiple of 32)",
+                          "block-format table (hidden a multiple of its block: 32, or 256 for the "
+                          "K-quants)",
                     out);
   }
   return absl::OkStatus();
@@ -108,7 +109,8 @@ absl::Status CheckLinear(Tensor x, Tensor weight, Tensor bias, Tensor out,
                     absl::StrCat("weight [N, ", x.dim(1), "] of x's dtype",
                                  accepted == WeightDTypes::kComputeOnly
                                      ? ""
-                                     : ", or bfloat16 or q8_0 (K a multiple of 32) with float32 x"),
+                                     : ", or bfloat16 or a block format (K a multiple of its "
+                                       "block: 32, or 256 for the K-quants) with float32 x"),
                     weight);
   }
   if (!bias.empty() && (bias.rank != 1 || bias.dim(0) != weight.dim(0) || bias.dtype != x.dtype)) {

@@ -11,7 +11,7 @@ namespace kvserve {
 /// The weight dtypes a backend's Linear and Embedding take: its compute dtype
 /// only (CUDA), or also bfloat16 and Q8_0 weights with float32 activations
 /// (the CPU backend, which converts them in registers).
-enum class WeightDTypes { kComputeOnly, kAlsoBf16AndQ8_0 };
+enum class WeightDTypes { kComputeOnly, kAlsoBf16AndBlocks };
 
 absl::Status CheckEmbedding(Tensor ids, Tensor table, Tensor out,
                             WeightDTypes accepted = WeightDTypes::kComputeOnly);

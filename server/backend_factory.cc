@@ -74,7 +74,8 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(const BackendOptions& optio
   }
 #endif
   ASSIGN_OR_RETURN(CpuWeights weights, ParseCpuWeights(options.dtype));
-  return std::unique_ptr<Backend>(std::make_unique<CpuBackend>(weights));
+  ASSIGN_OR_RETURN(CpuActivations activations, ParseCpuActivations(options.cpu_activations));
+  return std::unique_ptr<Backend>(std::make_unique<CpuBackend>(weights, activations));
 }
 
 }  // namespace kvserve

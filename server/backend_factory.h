@@ -18,6 +18,7 @@ struct BackendOptions {
   bool cuda_graphs = true;  // record and replay decode steps (CudaBackendOptions::graphs)
   std::string cuda_fast_kernels = "all";  // CudaBackendOptions::fast_kernels (FastKernels::Parse)
   bool cuda_tune_gemms = true;    // CudaBackendOptions::tune_gemms
+  std::string cpu_activations = "auto";  // auto | float32 (CpuActivations)
 };
 
 /// "auto" is cuda when this build has the CUDA backend, a GPU is present and

@@ -155,7 +155,8 @@ int Run(const std::vector<char*>& positional) {
                                  absl::GetFlag(FLAGS_gpu_memory_utilization),
                                  absl::GetFlag(FLAGS_cuda_graphs),
                                  absl::GetFlag(FLAGS_cuda_fast_kernels),
-                                 absl::GetFlag(FLAGS_cuda_tune_gemms)};
+                                 absl::GetFlag(FLAGS_cuda_tune_gemms),
+                                 absl::GetFlag(FLAGS_cpu_activations)};
   absl::StatusOr<std::unique_ptr<Backend>> backend = MakeBackend(backend_options, source->config, config);
   if (!backend.ok()) {
     KV_LOG(ERROR) << backend.status().message();

@@ -105,9 +105,9 @@ TEST_P(GemmSmallMTest, LinearMatchesDoubleReferenceOnBothSidesOfTheCutOver) {
         Problem p = Random(m, k, n, GetParam(), seed++);
         std::vector<float> y(size_t(m) * p.n, NAN);
         cpu::Linear(Tensor(p.x.data(), DType::kFloat32, {m, p.k}),
-                    Tensor(p.stored.data(), p.w_dtype, {p.n, p.k}),
+                    {Tensor(p.stored.data(), p.w_dtype, {p.n, p.k})},
                     with_bias ? Tensor(p.bias.data(), DType::kFloat32, {p.n}) : Tensor(),
-                    Tensor(y.data(), DType::kFloat32, {m, p.n}));
+                    Tensor(y.data(), DType::kFloat32, {m, p.n}), /*quantize_activations=*/false);
         ExpectClose(p, y, with_bias, "Linear");
       }
     }

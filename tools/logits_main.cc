@@ -25,8 +25,11 @@ ABSL_FLAG(std::string, model, "", "Model directory or .gguf file.");
 ABSL_FLAG(std::string, token_ids, "", "Prompt token ids, comma-separated.");
 ABSL_FLAG(std::string, out, "logits.npy", "Output .npy file (float32 [n, vocab]).");
 ABSL_FLAG(std::string, dtype, "float32",
-          "Weight matrices: float32, bfloat16, or auto (bfloat16 and Q8_0 kept as stored), as "
+          "Weight matrices: float32, bfloat16, or auto (bfloat16 and block formats kept as stored), as "
           "the server's --dtype on the CPU.");
+ABSL_FLAG(std::string, cpu_activations, "auto",
+          "As the server's --cpu_activations: auto (int8-rounded activations for GGUF block "
+          "formats) or float32.");
 
 namespace kvserve {
 namespace {
@@ -76,7 +79,13 @@ int Run() {
     std::cerr << weights.status().message() << "\n";
     return 2;
   }
-  CpuBackend backend(*weights);
+  absl::StatusOr<CpuActivations> activations =
+      ParseCpuActivations(absl::GetFlag(FLAGS_cpu_activations));
+  if (!activations.ok()) {
+    std::cerr << activations.status().message() << "\n";
+    return 2;
+  }
+  CpuBackend backend(*weights, *activations);
   auto model = CreateModel(source->config, *source->weights, backend, n, n);
   if (!model.ok()) {
     std::cerr << model.status().message() << "\n";

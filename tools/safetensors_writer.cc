@@ -20,7 +20,7 @@ const char* SafetensorsDType(DType dtype) {
     case DType::kFloat16: return "F16";
     case DType::kBFloat16: return "BF16";
     case DType::kInt32: return "I32";
-    case DType::kQ8_0: break;  // not a safetensors dtype
+    default: break;  // the block formats are not safetensors dtypes
   }
   return "?";
 }

@@ -59,6 +59,20 @@ std::optional<GgmlTypeInfo> LookupGgmlType(uint32_t id) {
   return std::nullopt;
 }
 
+std::optional<DType> BlockDTypeOfGgml(uint32_t id) {
+  switch (static_cast<GgmlType>(id)) {
+    case GgmlType::kQ8_0: return DType::kQ8_0;
+    case GgmlType::kQ4_0: return DType::kQ4_0;
+    case GgmlType::kQ4_1: return DType::kQ4_1;
+    case GgmlType::kQ5_0: return DType::kQ5_0;
+    case GgmlType::kQ5_1: return DType::kQ5_1;
+    case GgmlType::kQ4_K: return DType::kQ4_K;
+    case GgmlType::kQ5_K: return DType::kQ5_K;
+    case GgmlType::kQ6_K: return DType::kQ6_K;
+    default: return std::nullopt;
+  }
+}
+
 std::string GgmlTypeName(uint32_t id) {
   if (auto info = LookupGgmlType(id)) return info->name;
   return absl::StrCat("type ", id);

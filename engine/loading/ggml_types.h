@@ -7,6 +7,8 @@
 #include <optional>
 #include <string>
 
+#include "kernels/dtype.h"
+
 namespace kvserve {
 
 /// ggml's type ids (ggml.h `enum ggml_type`); the values are the file format.
@@ -38,6 +40,10 @@ struct GgmlTypeInfo {
 /// The geometry and name of type id `id`, or nullopt for an id ggml does not
 /// define (a corrupt file).
 std::optional<GgmlTypeInfo> LookupGgmlType(uint32_t id);
+
+/// The block DType of a ggml block format kvserve keeps (Q8_0, Q4_0, Q4_1,
+/// Q5_0, Q5_1, Q4_K, Q5_K, Q6_K), or nullopt for any other id.
+std::optional<DType> BlockDTypeOfGgml(uint32_t id);
 
 /// "Q4_K", or "type 99" for an unknown id.
 std::string GgmlTypeName(uint32_t id);

@@ -54,6 +54,11 @@ class GgufFile {
   const GgufTensorInfo* FindTensor(absl::string_view name) const;
   const std::string& name() const { return name_; }
   size_t file_bytes() const { return size_; }
+  /// Drops the mapped pages that lie wholly inside [data, data + bytes) from
+  /// this process's resident set (madvise MADV_DONTNEED: a read-only private
+  /// mapping reads them again from the page cache if touched). For tensors
+  /// that were copied out, so that the copy is not resident twice.
+  void ReleasePages(const void* data, size_t bytes) const;
 
  private:
   explicit GgufFile(std::string name) : name_(name), metadata_(std::move(name)) {}

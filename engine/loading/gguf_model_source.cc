@@ -84,7 +84,8 @@ absl::StatusOr<ModelSource> OpenGgufModelSource(const std::string& path) {
                << " tensors (" << types << "); tokenizer " << source.tokenizer->Describe()
                << (source.chat_template ? ", chat template" : ", no chat template")
                << "; opened in " << seconds << " s";
-  source.weights = std::make_unique<GgufWeightSource>(std::move(file), source.config);
+  source.weights = std::make_unique<GgufWeightSource>(std::shared_ptr<const GgufFile>(std::move(file)),
+                                                      source.config);
   return source;
 }
 

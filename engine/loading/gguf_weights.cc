@@ -67,7 +67,7 @@ void UnpermuteQkRows(const void* src, int64_t rows, size_t row_bytes, int n_head
   }
 }
 
-GgufWeightSource::GgufWeightSource(std::unique_ptr<GgufFile> file, const ModelConfig& config)
+GgufWeightSource::GgufWeightSource(std::shared_ptr<const GgufFile> file, const ModelConfig& config)
     : file_(std::move(file)), config_(config), unpermute_qk_(config.model_type == "llama") {}
 
 GgufWeightSource::~GgufWeightSource() {
@@ -109,24 +109,29 @@ absl::StatusOr<TensorData> GgufWeightSource::Get(absl::string_view name) {
     return absl::InvalidArgumentError(absl::StrCat(file_->name(), ": tensor ", *gguf, " has ", rows,
                                                    " rows, not whole heads of ", permute_heads));
   }
-  // F32, F16 and BF16 are served as stored (and Q8_0 when kept, for a backend
-  // that multiplies by its blocks, kernels/q8_0.h): borrowed from the
-  // mapping, or with Q/K rows moved whole into a buffer. Everything else is
-  // dequantized to float32.
+  // F32, F16 and BF16 are served as stored (and the block formats a backend
+  // multiplies by, kernels/quant/): borrowed from the mapping, or with Q/K
+  // rows moved whole into a buffer. Everything else is dequantized to float32.
   const auto type = static_cast<GgmlType>(t->type);
   std::optional<DType> as_stored;
   if (type == GgmlType::kF32) as_stored = DType::kFloat32;
   if (type == GgmlType::kF16) as_stored = DType::kFloat16;
   if (type == GgmlType::kBF16) as_stored = DType::kBFloat16;
-  if (type == GgmlType::kQ8_0 && keep_q8_0_ && cols % 32 == 0) as_stored = DType::kQ8_0;
+  if (const std::optional<DType> block = BlockDTypeOfGgml(t->type);
+      block && std::find(kept_.begin(), kept_.end(), *block) != kept_.end()) {
+    as_stored = block;
+  }
   if (as_stored) {
     out.dtype = *as_stored;
     out.data = t->data;
     out.bytes = t->bytes;
+    out.owner = file_;
     if (permute_heads > 0) {
       permuted_rows_.resize(t->bytes);
       UnpermuteQkRows(t->data, rows, t->bytes / rows, permute_heads, permuted_rows_.data());
       out.data = permuted_rows_.data();
+      out.owner = nullptr;
+      file_->ReleasePages(t->data, t->bytes);
     }
   } else {
     scratch_.resize(numel);
@@ -144,6 +149,7 @@ absl::StatusOr<TensorData> GgufWeightSource::Get(absl::string_view name) {
     out.data = result;
     out.bytes = numel * sizeof(float);
     float_bytes_out_ += out.bytes;
+    file_->ReleasePages(t->data, t->bytes);
   }
   ++tensors_;
   file_bytes_read_ += t->bytes;

@@ -1,8 +1,9 @@
 // The weights of a GGUF file, served under the Hugging Face names the model
 // asks for (model.layers.N.self_attn.q_proj.weight ← blk.N.attn_q.weight),
-// with ggml's dims reversed into row-major shapes, quantized types
-// dequantized to float32 (Q8_0 kept as stored when asked: SetKeepQ8_0), and
-// llama's Q/K rows put back in Hugging Face order.
+// with ggml's dims reversed into row-major shapes, block formats dequantized
+// to float32 unless kept as stored (SetKeptBlockDTypes), and llama's Q/K rows
+// put back in Hugging Face order. Tensors served as stored point into the
+// mapping, which they keep alive (TensorData::owner).
 #pragma once
 
 #include <memory>
@@ -23,23 +24,24 @@ std::optional<std::string> GgufTensorName(absl::string_view hf_name);
 
 class GgufWeightSource final : public WeightSource {
  public:
-  GgufWeightSource(std::unique_ptr<GgufFile> file, const ModelConfig& config);
+  GgufWeightSource(std::shared_ptr<const GgufFile> file, const ModelConfig& config);
   /// Logs what was dequantized and how long it took.
   ~GgufWeightSource() override;
 
   bool Has(absl::string_view name) const override;
-  /// F32/F16/BF16 (and kept Q8_0) tensors are borrowed from the mapping;
-  /// anything converted (dequantized, or Q/K rows un-permuted) lives in a
-  /// scratch buffer reused by the next Get.
+  /// F32/F16/BF16 (and kept block-format) tensors are borrowed from the
+  /// mapping; anything converted (dequantized, or Q/K rows un-permuted) lives
+  /// in a scratch buffer reused by the next Get, and its pages of the mapping
+  /// are released from the resident set.
   absl::StatusOr<TensorData> Get(absl::string_view name) override;
   std::string Describe() const override { return file_->name(); }
-  void SetKeepQ8_0(bool keep) override { keep_q8_0_ = keep; }
+  void SetKeptBlockDTypes(std::vector<DType> dtypes) override { kept_ = std::move(dtypes); }
 
  private:
-  std::unique_ptr<GgufFile> file_;
+  std::shared_ptr<const GgufFile> file_;
   ModelConfig config_;
   bool unpermute_qk_;  // llama.cpp's converter permutes llama Q/K rows; qwen2 is left as is
-  bool keep_q8_0_ = false;
+  std::vector<DType> kept_;  // block formats served as stored
   std::vector<float> scratch_;
   std::vector<float> permuted_;
   std::vector<uint8_t> permuted_rows_;  // Q/K rows of a tensor served as stored

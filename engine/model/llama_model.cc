@@ -34,9 +34,12 @@ StepLimits LlamaModel::Limits() const {
   limits.attention = attention_shape_;
   const DType dt = backend_.compute_dtype();
   for (const LayerWeights& l : weights_.layers) {
-    limits.linears.push_back({l.qkv, l.qkv_bias, dt, max_tokens_});
+    // Matrices kept as parts (a backend that borrows host weights) plan nothing.
+    if (l.qkv.size() == 1) limits.linears.push_back({l.qkv[0], l.qkv_bias, dt, max_tokens_});
     limits.linears.push_back({l.o_proj, l.o_bias, dt, max_tokens_});
-    limits.linears.push_back({l.gate_up, l.gate_up_bias, dt, max_tokens_});
+    if (l.gate_up.size() == 1) {
+      limits.linears.push_back({l.gate_up[0], l.gate_up_bias, dt, max_tokens_});
+    }
     limits.linears.push_back({l.down, l.down_bias, dt, max_tokens_});
   }
   limits.linears.push_back({weights_.lm_head, Tensor(), DType::kFloat32, max_samples_});
@@ -140,7 +143,7 @@ absl::StatusOr<Tensor> LlamaModel::Forward(const StepBatch& b, const KvCache& ca
     } else {
       RETURN_IF_ERROR(be.AddRmsNorm(residual, proj, l.input_norm, c.rms_norm_eps, normed));
     }
-    RETURN_IF_ERROR(be.Linear(normed, l.qkv, l.qkv_bias, qkv));
+    RETURN_IF_ERROR(be.LinearParts(normed, l.qkv, l.qkv_bias, qkv));
     // The rotation also writes the step's K/V into the cache (one pass over
     // them); the attention ops are told so.
     RopeSplitParams rope;
@@ -157,7 +160,7 @@ absl::StatusOr<Tensor> LlamaModel::Forward(const StepBatch& b, const KvCache& ca
     RETURN_IF_ERROR(Attention(b, cache.layer(i), q, k, v, attn));
     RETURN_IF_ERROR(be.Linear(attn_flat, l.o_proj, l.o_bias, proj));
     RETURN_IF_ERROR(be.AddRmsNorm(residual, proj, l.post_norm, c.rms_norm_eps, normed));
-    RETURN_IF_ERROR(be.Linear(normed, l.gate_up, l.gate_up_bias, gate_up));
+    RETURN_IF_ERROR(be.LinearParts(normed, l.gate_up, l.gate_up_bias, gate_up));
     RETURN_IF_ERROR(be.SiluMul(gate_up, act));
     RETURN_IF_ERROR(be.Linear(act, l.down, l.down_bias, proj));
   }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,10 @@ struct TensorData {
   std::vector<int64_t> shape;
   const void* data = nullptr;
   size_t bytes = 0;
+  /// Set when `data` stays valid for as long as this handle lives (a mapped
+  /// file's bytes, served as stored): a backend that computes from host
+  /// memory may keep the pointer instead of copying (Backend::BorrowsHostWeights).
+  std::shared_ptr<const void> owner;
   int64_t numel() const {
     int64_t n = 1;
     for (int64_t d : shape) n *= d;
@@ -34,10 +39,11 @@ class WeightSource {
   virtual absl::StatusOr<TensorData> Get(absl::string_view name) = 0;
   /// Where the weights come from, for messages.
   virtual std::string Describe() const = 0;
-  /// Asks Get to return Q8_0 tensors as stored (DType::kQ8_0, rows of
-  /// 34-byte blocks) instead of dequantized to float32, for a backend that
-  /// keeps Q8_0 weights. Sources that never hold Q8_0 ignore it.
-  virtual void SetKeepQ8_0(bool keep) { (void)keep; }
+  /// Asks Get to return tensors stored in these block formats as stored
+  /// (rows of whole blocks) instead of dequantized to float32, for a backend
+  /// that keeps them (Backend::MatrixWeightDType). Sources that never hold
+  /// block formats ignore it.
+  virtual void SetKeptBlockDTypes(std::vector<DType> dtypes) { (void)dtypes; }
 };
 
 }  // namespace kvserve

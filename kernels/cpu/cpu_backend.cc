@@ -57,14 +57,26 @@ absl::StatusOr<CpuWeights> ParseCpuWeights(absl::string_view dtype) {
       "--dtype on the CPU must be auto, float32 or bfloat16, got \"", dtype, "\""));
 }
 
-CpuBackend::CpuBackend(CpuWeights weights) : weights_(weights) { openblas_set_num_threads(1); }
+absl::StatusOr<CpuActivations> ParseCpuActivations(absl::string_view activations) {
+  if (activations == "auto") return CpuActivations::kQuantized;
+  if (activations == "float32" || activations == "fp32") return CpuActivations::kFloat32;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--cpu_activations must be auto or float32, got \"", activations, "\""));
+}
+
+CpuBackend::CpuBackend(CpuWeights weights, CpuActivations activations)
+    : weights_(weights), activations_(activations) {
+  openblas_set_num_threads(1);
+}
 
 DType CpuBackend::MatrixWeightDType(DType stored) const {
   switch (weights_) {
     case CpuWeights::kFloat32: return DType::kFloat32;
     case CpuWeights::kBFloat16: return DType::kBFloat16;
     case CpuWeights::kAsStored:
-      return stored == DType::kBFloat16 || stored == DType::kQ8_0 ? stored : DType::kFloat32;
+      if (stored == DType::kBFloat16 || stored == DType::kQ8_0) return stored;
+      if (IsBlockDType(stored) && activations_ == CpuActivations::kQuantized) return stored;
+      return DType::kFloat32;
   }
   return DType::kFloat32;
 }
@@ -91,9 +103,10 @@ absl::Status CpuBackend::CopyToHost(const void* device, size_t bytes, void* host
 
 absl::Status CpuBackend::Upload(const void* host, DType src_dtype, Tensor dst) {
   if (dst.dtype == DType::kFloat32) return ConvertToFloat32(host, src_dtype, dst.numel(), dst.as<float>());
-  if (dst.dtype != DType::kBFloat16 && dst.dtype != DType::kQ8_0) {
+  if (dst.dtype != DType::kBFloat16 && !IsBlockDType(dst.dtype)) {
     return absl::UnimplementedError(absl::StrCat(
-        "Upload: the CPU backend stores float32, bfloat16 or q8_0, got ", dst.DebugString()));
+        "Upload: the CPU backend stores float32, bfloat16 or a block format, got ",
+        dst.DebugString()));
   }
   if (src_dtype == dst.dtype) {
     std::memcpy(dst.data, host, dst.bytes());
@@ -103,7 +116,7 @@ absl::Status CpuBackend::Upload(const void* host, DType src_dtype, Tensor dst) {
 }
 
 absl::Status CpuBackend::Embedding(Tensor ids, Tensor table, Tensor out) {
-  RETURN_IF_ERROR(CheckEmbedding(ids, table, out, WeightDTypes::kAlsoBf16AndQ8_0));
+  RETURN_IF_ERROR(CheckEmbedding(ids, table, out, WeightDTypes::kAlsoBf16AndBlocks));
   RETURN_IF_ERROR(RequireFloat32("Embedding", {&out}));
   return cpu::Embedding(ids, table, out);
 }
@@ -124,9 +137,26 @@ absl::Status CpuBackend::AddRmsNorm(Tensor residual, Tensor x, Tensor weight, fl
 }
 
 absl::Status CpuBackend::Linear(Tensor x, Tensor weight, Tensor bias, Tensor out) {
-  RETURN_IF_ERROR(CheckLinear(x, weight, bias, out, WeightDTypes::kAlsoBf16AndQ8_0));
+  return LinearParts(x, {weight}, bias, out);
+}
+
+absl::Status CpuBackend::LinearParts(Tensor x, const std::vector<Tensor>& parts, Tensor bias,
+                                     Tensor out) {
+  if (parts.empty()) return absl::InvalidArgumentError("LinearParts: no weight parts");
+  // Each part is checked as a Linear into the columns it writes; together
+  // they must cover out's columns exactly.
+  int64_t rows = 0;
+  for (const Tensor& part : parts) {
+    Tensor columns = out;
+    columns.dims[1] = part.dim(0);
+    RETURN_IF_ERROR(CheckLinear(x, part, Tensor(), columns, WeightDTypes::kAlsoBf16AndBlocks));
+    rows += part.dim(0);
+  }
+  Tensor whole = parts.front();
+  whole.dims[0] = rows;
+  RETURN_IF_ERROR(CheckLinear(x, whole, bias, out, WeightDTypes::kAlsoBf16AndBlocks));
   RETURN_IF_ERROR(RequireFloat32("Linear", {&x, &out}));
-  cpu::Linear(x, weight, bias, out);
+  cpu::Linear(x, parts, bias, out, activations_ == CpuActivations::kQuantized);
   return absl::OkStatus();
 }
 

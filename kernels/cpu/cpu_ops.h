@@ -2,6 +2,8 @@
 // validated by kernels/op_checks.h; these only compute.
 #pragma once
 
+#include <vector>
+
 #include "absl/status/status.h"
 #include "kernels/op_params.h"
 #include "kernels/tensor.h"
@@ -11,7 +13,11 @@ namespace kvserve::cpu {
 absl::Status Embedding(Tensor ids, Tensor table, Tensor out);
 void RmsNorm(Tensor x, Tensor weight, float eps, Tensor out);
 void AddRmsNorm(Tensor residual, Tensor x, Tensor weight, float eps, Tensor out);
-void Linear(Tensor x, Tensor weight, Tensor bias, Tensor out);
+/// out = x · [parts stacked by rows]ᵀ (+ bias); block-format parts multiply
+/// int8-rounded activations when `quantize_activations` (Q8_0 otherwise keeps
+/// float32 activations; the other block formats always round them).
+void Linear(Tensor x, const std::vector<Tensor>& parts, Tensor bias, Tensor out,
+            bool quantize_activations);
 absl::Status RopeSplitQkv(const RopeSplitParams& p);
 void SiluMul(Tensor gate_up, Tensor out);
 absl::Status GatherRows(Tensor x, Tensor rows, Tensor out);

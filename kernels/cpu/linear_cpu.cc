@@ -1,14 +1,21 @@
-// out = x · Wᵀ (+ bias): up to SmallMMaxRows(W's dtype) rows through the small-M
-// kernel (one pass over W for all rows; sgemm repacks W on every call), more
-// through OpenBLAS sgemm. The output columns are split over the backend's
-// thread pool (OpenBLAS itself runs single-threaded: one source of
-// parallelism, no spinning BLAS workers competing with the pool).
+// out = x · Wᵀ (+ bias), W given as the row blocks ("parts") it is kept in:
+// column c of out belongs to the part holding row c. Each part is multiplied
+// by its own method:
+//   - a block format (Q8_0 ... Q6_K) with quantized activations: x is rounded
+//     to int8 blocks once per call (kernels/quant/quantized_activations.h)
+//     and every thread multiplies integer codes (kernels/quant/quant_product.h);
+//   - float32, bfloat16 or Q8_0 with float32 activations: up to
+//     SmallMMaxRows(dtype) rows through the small-M kernel (one pass over W
+//     for all rows; sgemm repacks W on every call), more through OpenBLAS
+//     sgemm, over converted panels for bfloat16 and Q8_0.
+// The output columns are split over the backend's thread pool (OpenBLAS
+// itself runs single-threaded: one source of parallelism, no spinning BLAS
+// workers competing with the pool).
 //
-// W may be float32, bfloat16 or Q8_0 (docs/cpu_weight_dtypes.md). The small-M
-// kernel converts it in registers; above the cut-over (prefill), panels of W
-// rows are converted to float32 into a per-thread buffer the size of L2's
-// share and multiplied by sgemm: conversion is O(N·K) against sgemm's
-// O(M·N·K), and Debian's OpenBLAS 0.3.21 has no bf16 GEMM (sbgemm).
+// Above the small-M cut-over, panels of bfloat16 / Q8_0 W rows are converted
+// to float32 into a per-thread buffer the size of L2's share and multiplied
+// by sgemm: conversion is O(N·K) against sgemm's O(M·N·K), and Debian's
+// OpenBLAS 0.3.21 has no bf16 GEMM (sbgemm).
 #include <cblas.h>
 
 #include <algorithm>
@@ -17,6 +24,7 @@
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/cpu/gemm_small_m.h"
 #include "kernels/cpu/thread_pool.h"
+#include "kernels/quant/quant_product.h"
 
 namespace kvserve::cpu {
 namespace {
@@ -39,36 +47,79 @@ void ConvertedPanelsProduct(const float* x, int m, int k, Tensor weight, int n0,
   }
 }
 
+// Whether a part is multiplied through quantized activations.
+bool Quantized(DType dtype, bool quantize_activations) {
+  return IsBlockDType(dtype) && (quantize_activations || dtype != DType::kQ8_0);
+}
+
+// x rounded for one block format, rows split over the pool: ggml's Q8_0
+// blocks for the 32-element formats, Q8_K for the K-quants.
+void Round(DType dtype, Tensor x, QuantizedActivations* a) {
+  const int m = static_cast<int>(x.dim(0)), k = static_cast<int>(x.dim(1));
+  ResizeQuantizedActivations(dtype, m, k, a);
+  ThreadPool& pool = ThreadPool::Shared();
+  const int chunks = std::min(m, pool.num_threads() * 4);
+  pool.ParallelFor(chunks, [&](int c) {
+    QuantizeActivationRows(x.as<float>(), k, c * m / chunks, (c + 1) * m / chunks, a);
+  });
+}
+
 }  // namespace
 
-void Linear(Tensor x, Tensor weight, Tensor bias, Tensor out) {
+void Linear(Tensor x, const std::vector<Tensor>& parts, Tensor bias, Tensor out,
+            bool quantize_activations) {
   const int m = static_cast<int>(x.dim(0)), k = static_cast<int>(x.dim(1));
-  const int n = static_cast<int>(weight.dim(0));
+  const int n = static_cast<int>(out.dim(1));
   if (m == 0) return;
+  // Each part's first output column, and x rounded for its format, once per
+  // format (a Q4_K_M matrix's Q4_K and Q6_K parts share it). The buffers are
+  // kept by the calling thread (the engine's) from call to call.
+  thread_local std::vector<QuantizedActivations> storage;
+  std::vector<int> first(parts.size() + 1, 0);
+  std::vector<const QuantizedActivations*> rounded(parts.size(), nullptr);
+  size_t used = 0;
+  storage.reserve(std::max(storage.size(), parts.size()));  // no reallocation below
+  for (size_t p = 0; p < parts.size(); ++p) {
+    first[p + 1] = first[p] + static_cast<int>(parts[p].dim(0));
+    if (!Quantized(parts[p].dtype, quantize_activations)) continue;
+    for (size_t u = 0; u < used && rounded[p] == nullptr; ++u) {
+      if (storage[u].weight_dtype == parts[p].dtype) rounded[p] = &storage[u];
+    }
+    if (rounded[p] != nullptr) continue;
+    if (storage.size() <= used) storage.resize(used + 1);
+    Round(parts[p].dtype, x, &storage[used]);
+    rounded[p] = &storage[used++];
+  }
   ThreadPool& pool = ThreadPool::Shared();
   // Column slices: a few per thread for balance, multiples of 16 (SIMD and
   // cache-line friendly), none smaller than 64 columns.
   const int target = std::max(1, std::min(pool.num_threads() * 2, n / 64));
   const int slice = ((n + target - 1) / target + 15) & ~15;
   const int slices = (n + slice - 1) / slice;
-  const bool small_m = m <= SmallMMaxRows(weight.dtype);
   pool.ParallelFor(slices, [&](int s) {
-    const int n0 = s * slice, cols = std::min(slice, n - n0);
-    float* o = out.as<float>() + n0;
-    if (small_m) {
-      SmallMProduct(x.as<float>(), m, k, weight.data, weight.dtype, k, n0, n0 + cols,
-                    out.as<float>(), n);
-    } else if (weight.dtype == DType::kFloat32) {
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, cols, k, 1.f, x.as<float>(), k,
-                  weight.as<float>() + int64_t(n0) * k, k, 0.f, o, n);
-    } else {
-      ConvertedPanelsProduct(x.as<float>(), m, k, weight, n0, cols, out.as<float>(), n);
+    const int c0 = s * slice, c1 = std::min(n, c0 + slice);
+    for (size_t p = 0; p < parts.size(); ++p) {
+      const int begin = std::max(c0, first[p]), end = std::min(c1, first[p + 1]);
+      if (begin >= end) continue;
+      const Tensor& w = parts[p];
+      const int n0 = begin - first[p], cols = end - begin;  // rows of this part
+      float* part_out = out.as<float>() + first[p];          // its column 0
+      if (rounded[p] != nullptr) {
+        QuantProduct(*rounded[p], w.data, n0, n0 + cols, part_out, n);
+      } else if (m <= SmallMMaxRows(w.dtype)) {
+        SmallMProduct(x.as<float>(), m, k, w.data, w.dtype, k, n0, n0 + cols, part_out, n);
+      } else if (w.dtype == DType::kFloat32) {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, cols, k, 1.f, x.as<float>(), k,
+                    w.as<float>() + int64_t(n0) * k, k, 0.f, part_out + n0, n);
+      } else {
+        ConvertedPanelsProduct(x.as<float>(), m, k, w, n0, cols, part_out, n);
+      }
     }
     if (!bias.empty()) {
-      const float* b = bias.as<float>() + n0;
+      const float* b = bias.as<float>();
       for (int r = 0; r < m; ++r) {
-        float* row = o + int64_t(r) * n;
-        for (int c = 0; c < cols; ++c) row[c] += b[c];
+        float* row = out.as<float>() + int64_t(r) * n;
+        for (int c = c0; c < c1; ++c) row[c] += b[c];
       }
     }
   });

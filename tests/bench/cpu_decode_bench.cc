@@ -44,6 +44,9 @@ ABSL_FLAG(int, new_tokens, 128, "Generated tokens per request.");
 ABSL_FLAG(std::string, json, "", "Write the results here as JSON.");
 ABSL_FLAG(std::string, dtype, "auto",
           "Weight matrices, as the server's --dtype on the CPU: auto, float32 or bfloat16.");
+ABSL_FLAG(std::string, cpu_activations, "auto",
+          "As the server's --cpu_activations: auto (int8-rounded activations for GGUF block "
+          "formats) or float32.");
 ABSL_FLAG(int, prefill_runs, 3, "Prefill measurements; the median is reported.");
 ABSL_FLAG(bool, ceilings, true,
           "Measure the read and sgemm ceilings (false: skip them, e.g. under a profiler).");
@@ -92,10 +95,15 @@ int Run() {
     std::fprintf(stderr, "%s\n", std::string(weights.status().message()).c_str());
     return 2;
   }
+  auto activations = ParseCpuActivations(absl::GetFlag(FLAGS_cpu_activations));
+  if (!activations.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(activations.status().message()).c_str());
+    return 2;
+  }
   engine_config.max_num_batched_tokens =
       std::max(engine_config.max_num_batched_tokens, absl::GetFlag(FLAGS_prefill));
   auto engine = Engine::Create(engine_config, *std::move(source),
-                               std::make_unique<CpuBackend>(*weights));
+                               std::make_unique<CpuBackend>(*weights, *activations));
   if (!engine.ok()) {
     std::fprintf(stderr, "%s\n", std::string(engine.status().message()).c_str());
     return 1;

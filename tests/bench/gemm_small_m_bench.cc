@@ -146,8 +146,9 @@ void Run() {
           if (m > cpu::SmallMMaxRows(dtype)) {
             const double panels = BestSeconds(reps, [&](int i) {
               void* wi = const_cast<uint8_t*>(stored.data()) + bytes * (i % copies);
-              cpu::Linear(Tensor(x.data(), DType::kFloat32, {m, s.k}), Tensor(wi, dtype, {s.n, s.k}),
-                          Tensor(), Tensor(y.data(), DType::kFloat32, {m, s.n}));
+              cpu::Linear(Tensor(x.data(), DType::kFloat32, {m, s.k}), {Tensor(wi, dtype, {s.n, s.k})},
+                          Tensor(), Tensor(y.data(), DType::kFloat32, {m, s.n}),
+                          /*quantize_activations=*/false);
             });
             std::snprintf(linear[d], sizeof linear[d], "%.1f (%.0f%%)", gbs(panels),
                           100 * gbs(panels) * 1e9 / ceiling);

@@ -6,10 +6,45 @@ Nothing here shares code with kvserve. In particular the Q/K rows are used as
 GGUF stores them, with the RoPE pairing llama.cpp uses for the architecture
 (adjacent pairs for `llama`, halves for `qwen2`), so kvserve's un-permuting of
 the rows is checked, not assumed.
+
+With round_activations, every product with a block-format weight first
+rounds its input rows as ggml does before an integer dot product (and as
+kvserve's CPU backend does by default, docs/quantized_weights.md): Q8_0
+blocks of 32 (scale max|x|/127 kept as float16, round half away from zero)
+for Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 weights; Q8_K blocks of 256 (scale max/-127
+of the signed extreme, round half to even, at most 127) for the K-quants.
 """
 import numpy as np
-from gguf import GGUFReader
+from gguf import GGMLQuantizationType, GGUFReader
 from gguf.quants import dequantize
+
+_Q8_0_ACTIVATIONS = {GGMLQuantizationType.Q8_0, GGMLQuantizationType.Q4_0,
+                     GGMLQuantizationType.Q4_1, GGMLQuantizationType.Q5_0,
+                     GGMLQuantizationType.Q5_1}
+_Q8_K_ACTIVATIONS = {GGMLQuantizationType.Q4_K, GGMLQuantizationType.Q5_K,
+                     GGMLQuantizationType.Q6_K}
+
+
+def round_q8_0(x):
+    """ggml's quantize_row_q8_0_ref then dequantized: rows of x in 32-blocks."""
+    b = np.asarray(x, dtype=np.float32).reshape(-1, 32)
+    d = np.abs(b).max(axis=1, keepdims=True) / np.float32(127)
+    inverse = np.where(d != 0, np.float32(1) / np.where(d != 0, d, 1), 0).astype(np.float32)
+    v = b * inverse
+    q = np.sign(v) * np.floor(np.abs(v).astype(np.float64) + 0.5)  # roundf: halves away from zero
+    return (q * d.astype(np.float16).astype(np.float64)).reshape(np.shape(x))
+
+
+def round_q8_k(x):
+    """ggml's quantize_row_q8_K_ref then dequantized: rows of x in 256-blocks."""
+    b = np.asarray(x, dtype=np.float32).reshape(-1, 256)
+    index = np.abs(b).argmax(axis=1)
+    extreme = b[np.arange(b.shape[0]), index][:, None]
+    safe = np.where(extreme != 0, extreme, 1).astype(np.float32)
+    iscale = np.float32(-127) / safe
+    q = np.minimum(127, np.rint(iscale * b))  # rint: halves to even, as ggml's nearest_int
+    d = (np.float32(1) / iscale).astype(np.float64)
+    return np.where(extreme != 0, q * d, 0).reshape(np.shape(x))
 
 
 def _field(reader, key, default=None):
@@ -28,8 +63,10 @@ def _strings(reader, key):
 
 
 class LlamaGgufReference:
-    def __init__(self, path):
+    def __init__(self, path, round_activations=False):
         reader = GGUFReader(path)
+        self.round_activations = round_activations
+        self.types = {t.name: t.tensor_type for t in reader.tensors}
         self.arch = _field(reader, "general.architecture")
         a = self.arch
         self.n_layer = _field(reader, f"{a}.block_count")
@@ -50,9 +87,19 @@ class LlamaGgufReference:
             self.w[t.name] = np.asarray(values, dtype=np.float64).reshape(shape)
         if "output.weight" not in self.w:  # tied embeddings
             self.w["output.weight"] = self.w["token_embd.weight"]
+            self.types["output.weight"] = self.types["token_embd.weight"]
         half = self.head_dim // 2
         inv_freq = self.rope_base ** (-np.arange(half, dtype=np.float64) * 2.0 / self.head_dim)
         self.inv_freq = inv_freq
+
+    def _mm(self, x, name):
+        """x @ W[name]ᵀ, x rounded first as ggml rounds it for that weight's type."""
+        if self.round_activations:
+            if self.types[name] in _Q8_0_ACTIVATIONS:
+                x = round_q8_0(x)
+            elif self.types[name] in _Q8_K_ACTIVATIONS:
+                x = round_q8_k(x)
+        return x @ self.w[name].T
 
     def _rms(self, x, weight):
         return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + self.eps) * weight
@@ -86,9 +133,9 @@ class LlamaGgufReference:
         for layer in range(self.n_layer):
             p = f"blk.{layer}."
             h = self._rms(x, w[p + "attn_norm.weight"])
-            q = h @ w[p + "attn_q.weight"].T
-            k = h @ w[p + "attn_k.weight"].T
-            v = h @ w[p + "attn_v.weight"].T
+            q = self._mm(h, p + "attn_q.weight")
+            k = self._mm(h, p + "attn_k.weight")
+            v = self._mm(h, p + "attn_v.weight")
             if p + "attn_q.bias" in w:
                 q, k, v = q + w[p + "attn_q.bias"], k + w[p + "attn_k.bias"], v + w[p + "attn_v.bias"]
             q = self._rope(q.reshape(n, self.n_head, d), positions)
@@ -107,12 +154,12 @@ class LlamaGgufReference:
             probs = np.exp(scores)
             probs /= probs.sum(axis=-1, keepdims=True)
             attn = np.einsum("hqk,khd->qhd", probs, V).reshape(n, self.n_head * d)
-            x = x + attn @ w[p + "attn_output.weight"].T
+            x = x + self._mm(attn, p + "attn_output.weight")
             h = self._rms(x, w[p + "ffn_norm.weight"])
-            gate = h @ w[p + "ffn_gate.weight"].T
-            up = h @ w[p + "ffn_up.weight"].T
-            x = x + (gate / (1.0 + np.exp(-gate)) * up) @ w[p + "ffn_down.weight"].T
-        return self._rms(x, w["output_norm.weight"]) @ w["output.weight"].T
+            gate = self._mm(h, p + "ffn_gate.weight")
+            up = self._mm(h, p + "ffn_up.weight")
+            x = x + self._mm(gate / (1.0 + np.exp(-gate)) * up, p + "ffn_down.weight")
+        return self._mm(self._rms(x, w["output_norm.weight"]), "output.weight")
 
     def greedy(self, prompt, steps):
         """`steps` greedy tokens, and each step's margin (top-1 minus top-2 logit)."""

@@ -1,0 +1,34 @@
+// What the quantized products need to know about each ggml block format
+// (kernels/quant/dequantize.cc has the byte layouts). Every format is read as
+// unsigned codes u with w = s · (u - offset) + b, where s (and b, for the
+// formats with a minimum) is shared by 16 or 32 consecutive weights:
+//
+//   format  block  u bits  offset  s per       b
+//   Q8_0     32     8       128    32: d       -
+//   Q4_0     32     4         8    32: d       -
+//   Q4_1     32     4         0    32: d       m
+//   Q5_0     32     5        16    32: d       -
+//   Q5_1     32     5         0    32: d       m
+//   Q4_K    256     4         0    32: d·sc    -dmin·m
+//   Q5_K    256     5         0    32: d·sc    -dmin·m
+//   Q6_K    256     6        32    16: d·sc    -
+//
+// The offset makes every code unsigned, which the AVX-512 VNNI dot product
+// (unsigned × signed bytes) needs; the product with activations q is
+// Σ u·q - offset·Σ q, exact in int32.
+#pragma once
+
+#include "kernels/dtype.h"
+
+namespace kvserve {
+
+struct BlockFormat {
+  int code_offset = 0;
+  bool has_bias = false;  // b above is not zero
+  bool k_quant = false;   // 256-element blocks; activations in Q8_K blocks
+};
+
+/// The format of a block DType (IsBlockDType); {} for any other.
+BlockFormat BlockFormatOf(DType dtype);
+
+}  // namespace kvserve
