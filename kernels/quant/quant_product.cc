@@ -82,6 +82,13 @@ static void DotBlock(const UnpackedRow* w, const QuantizedActivations& a, int r,
 }
 
 #include "kernels/quant/quant_product_driver.inc"
+#include "kernels/quant/fused_dot_avx512.inc"
+
+static void ProductOrFused(const QuantizedActivations& a, const void* weights, int n_begin,
+                           int n_end, float* y, int64_t ldy) {
+  if (FusedServes(a)) return FusedProduct(a, weights, n_begin, n_end, y, ldy);
+  Product(a, weights, n_begin, n_end, y, ldy);
+}
 }  // namespace avx512vnni
 #if defined(__clang__)
 #pragma clang attribute pop
@@ -203,7 +210,7 @@ std::vector<Choice> Runnable() {
   std::vector<Choice> out;
   if (__builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw") &&
       __builtin_cpu_supports("avx512vl")) {
-    out.push_back({"avx512vnni", avx512vnni::Product});
+    out.push_back({"avx512vnni", avx512vnni::ProductOrFused});
   }
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
     out.push_back({"avx2", avx2::Product});
