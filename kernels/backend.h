@@ -62,6 +62,11 @@ class Backend {
     return compute_dtype();
   }
 
+  /// Whether Upload takes GGUF block formats (kQ8_0 ... kQ6_K) as its source,
+  /// dequantizing them on the way (the CUDA backend, to its compute dtype), so
+  /// that a loader need not expand them to float32 on the host first.
+  virtual bool UploadsFromBlockDTypes() const { return false; }
+
   /// Whether weights may stay in host memory the backend does not own (a
   /// mapped GGUF file's bytes, TensorData::owner) instead of being uploaded:
   /// the CPU backend computes from them in place.

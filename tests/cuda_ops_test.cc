@@ -11,7 +11,9 @@
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cuda/device_info.h"
 #include "kernels/cuda/gemv_small_m.h"
+#include "kernels/quant/dequantize.h"
 #include "tests/cuda_test_util.h"
+#include "tests/quant_test_util.h"
 
 namespace kvserve::testing {
 namespace {
@@ -46,6 +48,27 @@ class CudaOpsTest : public ::testing::TestWithParam<DType> {
   std::unique_ptr<cuda::CudaBackend> gpu_;
   std::unique_ptr<cuda::CudaBackend> reference_gpu_;
 };
+
+// A GGUF file's block-format weights are dequantized on upload, a staging
+// slot at a time (docs/quantized_weights.md): the device holds exactly the
+// host dequantization rounded to the compute dtype. Sizes past one slot.
+TEST_P(CudaOpsTest, GgufBlockFormatsDequantizeOnUpload) {
+  for (DType format : kBlockFormats) {
+    SCOPED_TRACE(std::string(DTypeName(format)));
+    const int64_t rows = 3000, k = 512;  // 1.5 M weights: several staging slots
+    const std::vector<uint8_t> blocks = RandomBlocks(format, rows, k, rng_);
+    std::vector<float> want(rows * k);
+    DequantizeBlocks(format, blocks.data(), rows * k / DTypeBlockElems(format), want.data());
+    std::vector<uint16_t> rounded(want.size());
+    if (dtype() != DType::kFloat32) {
+      ASSERT_TRUE(ConvertFromFloat32(want.data(), want.size(), dtype(), rounded.data()).ok());
+      ASSERT_TRUE(ConvertToFloat32(rounded.data(), dtype(), want.size(), want.data()).ok());
+    }
+    DeviceTensor d(*gpu_, dtype(), {rows, k});
+    ASSERT_TRUE(gpu_->Upload(blocks.data(), format, d).ok());
+    EXPECT_EQ(d.Get(), want);
+  }
+}
 
 TEST_P(CudaOpsTest, EmbeddingAndGatherRows) {
   for (int64_t hidden : {256, 100, 2048}) {  // 100 bf16 values: rows not 16-byte multiples

@@ -16,46 +16,13 @@
 #include "kernels/quant/dequantize.h"
 #include "kernels/quant/quant_product.h"
 #include "kernels/quant/quantized_activations.h"
+#include "tests/quant_test_util.h"
 
 namespace kvserve {
 namespace {
 
-constexpr DType kFormats[] = {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0,
-                              DType::kQ5_1, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K};
-
-void PutHalf(uint8_t* p, float v) {
-  const uint16_t h = FloatToHalf(v);
-  std::memcpy(p, &h, 2);
-}
-
-// Random blocks: random code bytes, with the float16 scales (and minimums)
-// overwritten by values of a trained model's size, so no block is inf/NaN.
-std::vector<uint8_t> RandomBlocks(DType dtype, int64_t rows, int k, std::mt19937& rng) {
-  const int64_t blocks = rows * (k / DTypeBlockElems(dtype));
-  const size_t size = DTypeSize(dtype);
-  std::vector<uint8_t> out(blocks * size);
-  std::uniform_int_distribution<int> byte(0, 255);
-  std::uniform_real_distribution<float> scale(0.001f, 0.02f);
-  for (uint8_t& b : out) b = static_cast<uint8_t>(byte(rng));
-  for (int64_t b = 0; b < blocks; ++b) {
-    uint8_t* blk = out.data() + b * size;
-    switch (dtype) {
-      case DType::kQ4_1:
-      case DType::kQ5_1: PutHalf(blk + 2, -scale(rng) * 8); [[fallthrough]];
-      case DType::kQ8_0:
-      case DType::kQ4_0:
-      case DType::kQ5_0: PutHalf(blk, scale(rng)); break;
-      case DType::kQ4_K:
-      case DType::kQ5_K:
-        PutHalf(blk, scale(rng) / 8);
-        PutHalf(blk + 2, scale(rng) / 8);
-        break;
-      case DType::kQ6_K: PutHalf(blk + 208, scale(rng) / 16); break;
-      default: break;
-    }
-  }
-  return out;
-}
+using testing::kBlockFormats;
+using testing::RandomBlocks;
 
 struct Case {
   DType dtype;
@@ -107,7 +74,7 @@ TEST(QuantProductTest, EveryFormatAndInstructionSetMatchesTheDoubleSum) {
   std::mt19937 rng(7);
   const std::vector<std::string> isas = QuantProductRunnableIsas();
   ASSERT_EQ(isas.back(), "scalar");
-  for (DType dtype : kFormats) {
+  for (DType dtype : kBlockFormats) {
     const bool k_quant = BlockFormatOf(dtype).k_quant;
     // k: one block, an odd number of 32-blocks (the AVX-512 half step), a
     // model width; m: one row, the 4-row block and its remainders, more than
@@ -126,7 +93,7 @@ TEST(QuantProductTest, EveryFormatAndInstructionSetMatchesTheDoubleSum) {
 }
 
 TEST(QuantProductTest, ZeroRowsAndZeroWeightsGiveZero) {
-  for (DType dtype : kFormats) {
+  for (DType dtype : kBlockFormats) {
     const int k = static_cast<int>(DTypeBlockElems(dtype)) * 2;
     std::vector<uint8_t> w(DTypeBytes(dtype, int64_t(5) * k), 0);
     std::vector<float> x(size_t(2) * k, 0.f);

@@ -91,12 +91,14 @@ class WeightLoader {
   LlamaWeights& weights_;
 };
 
-// The block formats the backend keeps as stored, for the source to serve so.
+// The block formats the source should serve as stored: those the backend
+// keeps, or all when its Upload dequantizes them (the GPU: no float32 copy of
+// each tensor on the host).
 std::vector<DType> KeptBlockDTypes(const Backend& backend) {
   std::vector<DType> kept;
   for (DType d : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1,
                   DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
-    if (backend.MatrixWeightDType(d) == d) kept.push_back(d);
+    if (backend.MatrixWeightDType(d) == d || backend.UploadsFromBlockDTypes()) kept.push_back(d);
   }
   return kept;
 }

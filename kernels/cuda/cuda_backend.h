@@ -69,6 +69,7 @@ class CudaBackend final : public Backend {
   absl::StatusOr<DeviceBufferPtr> Allocate(size_t bytes) override;
   absl::Status CopyToDevice(const void* host, size_t bytes, void* device) override;
   absl::Status CopyToHost(const void* device, size_t bytes, void* host) override;
+  bool UploadsFromBlockDTypes() const override { return true; }
   absl::Status Upload(const void* host, DType src_dtype, Tensor dst) override;
   absl::Status Synchronize() override;
 

@@ -59,20 +59,29 @@ absl::Status PinnedStaging::UploadConverted(const void* host, DType src_dtype, i
                                                    DTypeName(src_dtype), " to ",
                                                    DTypeName(dst_dtype)));
   }
-  const size_t src_size = DTypeSize(src_dtype), dst_size = DTypeSize(dst_dtype);
-  if (src_dtype == dst_dtype) return ToDevice(host, static_cast<size_t>(count) * src_size, device);
-  const int64_t chunk = static_cast<int64_t>(slot_bytes_ / std::max(src_size, dst_size));
+  const size_t dst_size = DTypeSize(dst_dtype);
+  if (src_dtype == dst_dtype) return ToDevice(host, DTypeBytes(src_dtype, count), device);
+  if (IsBlockDType(dst_dtype)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Upload writes float types only, not ", DTypeName(dst_dtype)));
+  }
+  // Chunks of whole blocks for a GGUF block format (dequantized here, a slot
+  // at a time: never a float32 copy of the whole tensor on the host).
+  const int64_t block = DTypeBlockElems(src_dtype);
+  const size_t src_size = IsBlockDType(src_dtype) ? 4 : DTypeSize(src_dtype);  // ≥ bytes per element
+  const int64_t chunk =
+      static_cast<int64_t>(slot_bytes_ / std::max(src_size, dst_size)) / block * block;
   const char* src = static_cast<const char*>(host);
   char* dst = static_cast<char*>(device);
   for (int64_t done = 0; done < count;) {
     const int64_t n = std::min(chunk, count - done);
     ASSIGN_OR_RETURN(Slot slot, Acquire());
-    const void* in = src + done * src_size;
+    const void* in = src + DTypeBytes(src_dtype, done);
     if (src_dtype == DType::kFloat32) {
       RETURN_IF_ERROR(ConvertFromFloat32(static_cast<const float*>(in), n, dst_dtype, slot.data));
     } else if (dst_dtype == DType::kFloat32) {
       RETURN_IF_ERROR(ConvertToFloat32(in, src_dtype, n, reinterpret_cast<float*>(slot.data)));
-    } else {  // float16 ↔ bfloat16 through float32, which holds both exactly
+    } else {  // float16 ↔ bfloat16, or a block format, through float32 (exact for all)
       scratch_.resize(static_cast<size_t>(n));
       RETURN_IF_ERROR(ConvertToFloat32(in, src_dtype, n, scratch_.data()));
       RETURN_IF_ERROR(ConvertFromFloat32(scratch_.data(), n, dst_dtype, slot.data));

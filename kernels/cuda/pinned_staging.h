@@ -29,7 +29,8 @@ class PinnedStaging {
   /// Enqueues host → device; `host` may be reused or freed on return.
   absl::Status ToDevice(const void* host, size_t bytes, void* device);
   /// Enqueues `count` elements of `src_dtype` at `host`, converted to
-  /// `dst_dtype`, into `device`; `host` may be reused or freed on return.
+  /// `dst_dtype`, into `device`; `host` may be reused or freed on return. A
+  /// GGUF block format (`count` whole blocks) is dequantized a slot at a time.
   absl::Status UploadConverted(const void* host, DType src_dtype, int64_t count, DType dst_dtype,
                                void* device);
 
