@@ -65,6 +65,7 @@ void ResizeQuantizedActivations(DType weight_dtype, int m, int k, QuantizedActiv
   out->lane_scale.resize(size_t(m) * (k / 4));
   out->lane_bias.resize(size_t(m) * (k / 4));
   out->group_sums.resize(size_t(m) * (k / 16));
+  out->row_group_sums.resize(size_t(m) * (k / 16));
 }
 
 void QuantizeActivationRows(const float* x, int64_t ldx, int row_begin, int row_end,
@@ -93,6 +94,7 @@ void QuantizeActivationRows(const float* x, int64_t ldx, int row_begin, int row_
         int sum = 0;
         for (int i = 0; i < 16; ++i) sum += q[g * 16 + i];
         out->group_sums[size_t(g) * out->m + r] = d * static_cast<float>(sum);
+        out->row_group_sums[size_t(r) * (k / 16) + g] = d * static_cast<float>(sum);
       }
     }
   }

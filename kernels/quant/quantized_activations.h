@@ -26,12 +26,14 @@ struct QuantizedActivations {
   std::vector<float> lane_scale;    // [m, k / 4]: d of the block each 4 values are in
   std::vector<int32_t> lane_bias;   // [m, k / 4]: -offset · Σ of the 4 values' q
   std::vector<float> group_sums;    // [k / 16, m]: d · Σ q over each 16 values, by
-                                    // group then row (the products vectorize over rows)
+                                    // group then row (the tile vectorizes over rows)
+  std::vector<float> row_group_sums;  // [m, k / 16]: the same by row (the fused products)
 
   const int8_t* q_row(int r) const { return q.data() + int64_t(r) * k; }
   const float* scale_row(int r) const { return lane_scale.data() + int64_t(r) * (k / 4); }
   const int32_t* bias_row(int r) const { return lane_bias.data() + int64_t(r) * (k / 4); }
   float group_sum(int r, int g) const { return group_sums[size_t(g) * m + r]; }
+  const float* group_row(int r) const { return row_group_sums.data() + size_t(r) * (k / 16); }
   const float* group_column(int g) const { return group_sums.data() + size_t(g) * m; }
 };
 
