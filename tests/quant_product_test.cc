@@ -83,7 +83,7 @@ TEST(QuantProductTest, EveryFormatAndInstructionSetMatchesTheDoubleSum) {
                                         : std::vector<int>{32, 96, 576, 2048};
     for (const std::string& isa : isas) {
       for (int k : ks) {
-        for (int m : {1, 3, 6, 70}) {
+        for (int m : {1, 3, 6, 8, 9, 70}) {
           CheckProduct({dtype, m, k, 37}, isa, rng);
           if (HasFatalFailure()) return;
         }

@@ -30,10 +30,6 @@ static inline float Half(const uint8_t* p) {
 #include "kernels/quant/unpack_blocks.inc"
 #include "kernels/quant/unpack_blocks_avx2.inc"
 
-// 4 rows of W × 3 rows of x: 12 accumulators, 4 codes and 4 scale vectors,
-// the activations' 3 and temporaries within the 32 registers (4 × 4 spilled).
-constexpr int kMaxRowsOfW = 4, kMaxRowsOfX = 3;
-
 // Halving adds, the halves swapped by a shuffle (GCC 12's extract and reduce
 // intrinsics trip -Wuninitialized, see gemm_small_m.cc).
 static inline float Sum(__m512 v) {
@@ -47,47 +43,15 @@ static inline float Sum(__m512 v) {
   return _mm_cvtss_f32(s);
 }
 
-// 64 codes per step: vpdpbusd sums 4 products into each of 16 int32 lanes,
-// starting from the activations' -offset·Σq, so a lane is exactly Σ (u - o)·q;
-// then lane · (weight scale · activation scale) is accumulated in float32.
-template <int NR, int MR>
-static void DotBlock(const UnpackedRow* w, const QuantizedActivations& a, int r,
-                     const BlockFormat&, float* y, int64_t ldy) {
-  const int k = a.k;
-  __m512 acc[MR][NR];
-  for (int i = 0; i < MR; ++i)
-    for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_setzero_ps();
-  for (int c = 0; c < k; c += 64) {
-    // A last step of 32 codes (k an odd multiple of 32) loads half, zeros the rest.
-    const __mmask64 bytes = k - c >= 64 ? ~__mmask64{0} : __mmask64{0xffffffff};
-    const __mmask16 lanes = k - c >= 64 ? __mmask16{0xffff} : __mmask16{0x00ff};
-    __m512i wu[NR];
-    __m512 ws[NR];
-    for (int j = 0; j < NR; ++j) {
-      wu[j] = _mm512_maskz_loadu_epi8(bytes, w[j].u + c);
-      ws[j] = _mm512_maskz_loadu_ps(lanes, w[j].lane_scale + c / 4);
-    }
-    for (int i = 0; i < MR; ++i) {
-      const __m512i xq = _mm512_maskz_loadu_epi8(bytes, a.q_row(r + i) + c);
-      const __m512i xb = _mm512_maskz_loadu_epi32(lanes, a.bias_row(r + i) + c / 4);
-      const __m512 xs = _mm512_maskz_loadu_ps(lanes, a.scale_row(r + i) + c / 4);
-      for (int j = 0; j < NR; ++j) {
-        const __m512i dot = _mm512_dpbusd_epi32(xb, wu[j], xq);
-        acc[i][j] = _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(0xffff, dot), _mm512_mul_ps(ws[j], xs), acc[i][j]);
-      }
-    }
-  }
-  for (int i = 0; i < MR; ++i)
-    for (int j = 0; j < NR; ++j) y[i * ldy + j] = Sum(acc[i][j]);
-}
-
-#include "kernels/quant/quant_product_driver.inc"
+#include "kernels/quant/tile.inc"
+#include "kernels/quant/group_sums_avx512.inc"
 #include "kernels/quant/fused_dot_avx512.inc"
+#include "kernels/quant/packed_tile_avx512.inc"
 
 static void ProductOrFused(const QuantizedActivations& a, const void* weights, int n_begin,
                            int n_end, float* y, int64_t ldy) {
   if (FusedServes(a)) return FusedProduct(a, weights, n_begin, n_end, y, ldy);
-  Product(a, weights, n_begin, n_end, y, ldy);
+  PackedProduct(a, weights, n_begin, n_end, y, ldy);
 }
 }  // namespace avx512vnni
 #if defined(__clang__)
@@ -110,6 +74,7 @@ static inline float Half(const uint8_t* p) {
 }
 #include "kernels/quant/unpack_blocks.inc"
 #include "kernels/quant/unpack_blocks_avx2.inc"
+#include "kernels/quant/tile.inc"
 
 constexpr int kMaxRowsOfW = 2, kMaxRowsOfX = 2;
 
@@ -174,6 +139,8 @@ static inline float Half(const uint8_t* p) {
 static void Unpack(DType dtype, const uint8_t* row, int k, UnpackedRow out) {
   UnpackRow(dtype, row, k, out);
 }
+
+#include "kernels/quant/tile.inc"
 
 constexpr int kMaxRowsOfW = 1, kMaxRowsOfX = 1;
 

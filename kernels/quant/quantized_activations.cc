@@ -66,6 +66,8 @@ void ResizeQuantizedActivations(DType weight_dtype, int m, int k, QuantizedActiv
   out->lane_bias.resize(size_t(m) * (k / 4));
   out->group_sums.resize(size_t(m) * (k / 16));
   out->row_group_sums.resize(size_t(m) * (k / 16));
+  out->group_bias_lanes.resize(size_t(m) * (k / 4));
+  out->group_sum_lanes.resize(size_t(m) * (k / 4));
 }
 
 void QuantizeActivationRows(const float* x, int64_t ldx, int row_begin, int row_end,
@@ -95,6 +97,10 @@ void QuantizeActivationRows(const float* x, int64_t ldx, int row_begin, int row_
         for (int i = 0; i < 16; ++i) sum += q[g * 16 + i];
         out->group_sums[size_t(g) * out->m + r] = d * static_cast<float>(sum);
         out->row_group_sums[size_t(r) * (k / 16) + g] = d * static_cast<float>(sum);
+        for (int l = 0; l < 4; ++l) {
+          out->group_bias_lanes[size_t(r) * (k / 4) + 4 * g + l] = -format.code_offset * sum;
+          out->group_sum_lanes[size_t(r) * (k / 4) + 4 * g + l] = d * static_cast<float>(sum);
+        }
       }
     }
   }

@@ -28,12 +28,20 @@ struct QuantizedActivations {
   std::vector<float> group_sums;    // [k / 16, m]: d · Σ q over each 16 values, by
                                     // group then row (the tile vectorizes over rows)
   std::vector<float> row_group_sums;  // [m, k / 16]: the same by row (the fused products)
+  // By lane [m, k / 4], each value repeated for the 4 lanes of its group of 16
+  // (the AVX-512 kernels' layout, which sums each group's lanes first):
+  std::vector<int32_t> group_bias_lanes;  // -offset · Σ q over the group
+  std::vector<float> group_sum_lanes;     // d · Σ q over the group
 
   const int8_t* q_row(int r) const { return q.data() + int64_t(r) * k; }
   const float* scale_row(int r) const { return lane_scale.data() + int64_t(r) * (k / 4); }
   const int32_t* bias_row(int r) const { return lane_bias.data() + int64_t(r) * (k / 4); }
   float group_sum(int r, int g) const { return group_sums[size_t(g) * m + r]; }
   const float* group_row(int r) const { return row_group_sums.data() + size_t(r) * (k / 16); }
+  const int32_t* group_bias_lane_row(int r) const {
+    return group_bias_lanes.data() + size_t(r) * (k / 4);
+  }
+  const float* group_sum_lane_row(int r) const { return group_sum_lanes.data() + size_t(r) * (k / 4); }
   const float* group_column(int g) const { return group_sums.data() + size_t(g) * m; }
 };
 
