@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # kvserve against llama.cpp on the CPU, on the same weights: one random
 # TinyLlama-1.1B-shaped model (tools/write_random_gguf.py) written as F32,
-# BF16 and Q8_0 GGUF files that both engines read. For each type, each engine
+# BF16, Q8_0, Q4_0, Q4_K_M (llama-quantize's mix: Q4_K with Q6_K for the
+# output and some attn_v / ffn_down) and Q6_K GGUF files that both engines
+# read. For each type, each engine
 # runs ROUNDS times, alternately (the engine that goes first swaps every
 # round); the table has the medians: decode tokens/s at each batch, prefill
 # tokens/s, kvserve/llama.cpp ratios, the read-bandwidth ceiling kvserve's
@@ -14,12 +16,16 @@
 # by tools/llamacpp_batched_bench.py instead: the same loop, no extra build.
 #
 #   deploy/cpu-peer-bench.sh [BUILD_DIR]      (kvserve built there: cpu_decode_bench)
-#   ROUNDS=2 BATCHES=1,8,32 PROMPT=32 NEW_TOKENS=16 PREFILL=512 TYPES="f32 bf16 q8_0"
+#   ROUNDS=2 BATCHES=1,8,32 PROMPT=32 NEW_TOKENS=16 PREFILL=512
+#   TYPES="f32 bf16 q8_0 q4_0 q4_k_m q6_k"
 #   SHAPE=tinyllama THREADS=2 PEER_BENCH_CACHE=BUILD_DIR/peer-bench
 #   KVSERVE_BENCH=BUILD_DIR/tests/bench/cpu_decode_bench
 #
-# Both engines: THREADS threads, float32 activations and accumulation over the
-# stored weights. Differences that stay: llama.cpp keeps its KV cache in
+# Both engines: THREADS threads, the weights as stored; for the block formats
+# both round activations to int8 blocks (kvserve's default --cpu_activations
+# auto, docs/quantized_weights.md), for F32 / BF16 both keep float32 (llama.cpp
+# rounds them to bf16 for BF16 weights where the CPU has AVX512_BF16; kvserve
+# does not yet). Differences that stay: llama.cpp keeps its KV cache in
 # float16 (kvserve: float32), and kvserve's decode goes through its engine
 # (scheduler, sampling) where llama-batched-bench calls llama_decode directly.
 set -euo pipefail
@@ -30,7 +36,7 @@ BATCHES=${BATCHES:-1,8,32}
 PROMPT=${PROMPT:-32}
 NEW_TOKENS=${NEW_TOKENS:-16}
 PREFILL=${PREFILL:-512}
-TYPES=${TYPES:-f32 bf16 q8_0}
+TYPES=${TYPES:-f32 bf16 q8_0 q4_0 q4_k_m q6_k}
 SHAPE=${SHAPE:-tinyllama}
 THREADS=${THREADS:-2}
 CACHE=${PEER_BENCH_CACHE:-$BUILD/peer-bench}

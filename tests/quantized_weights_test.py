@@ -10,7 +10,8 @@ int8-rounded activations (docs/quantized_weights.md), against NumPy:
    llama_gguf_numpy.py round_q8_0 / round_q8_k). Both sides round the same
    float32 rows, so the codes must agree exactly and the sums to float32
    accumulation error: bound 2·(k/4 + k/16 + 8)·ε·Σ|w·x̂| per output;
-2. whole models (the same files and llama-quantize's Q4_K_M mix): kvserve-
+2. whole models (the same files, llama-quantize's Q4_K_M mix, and BF16,
+   whose activations are rounded to bfloat16 on AVX512_BF16 CPUs): kvserve-
    logits keeps the weights as stored (its weight bytes are the file's) and
    its logits follow the NumPy forward that rounds the same way. Here the
    two sides' activations differ by float32 vs float64 rounding, so now and
@@ -41,6 +42,7 @@ from gguf import GGMLQuantizationType as Q, GGUFReader  # noqa: E402
 from gguf.quants import dequantize  # noqa: E402
 
 FILE_TYPES = ["q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q4_k", "q5_k", "q6_k", "q4_k_m"]
+MODEL_TYPES = FILE_TYPES + ["bf16"]  # bf16-rounded activations on AVX512_BF16 CPUs
 K_QUANTS = {Q.Q4_K, Q.Q5_K, Q.Q6_K}
 PROMPT = [1] + [(17 * i + 3) % 317 + 3 for i in range(79)]
 EPS32 = 2.0 ** -24
@@ -51,7 +53,7 @@ class QuantizedWeightsTest(unittest.TestCase):
     def setUpClass(cls):
         cls.dir = tempfile.TemporaryDirectory()
         cls.files = {}
-        for t in FILE_TYPES:
+        for t in MODEL_TYPES:
             path = os.path.join(cls.dir.name, f"tiny256-{t}.gguf")
             write_random_gguf.write(path, "tiny256", t, seed=5)
             cls.files[t] = path
@@ -116,7 +118,7 @@ class QuantizedWeightsTest(unittest.TestCase):
         return np.load(out), weight_bytes
 
     def test_models_keep_their_blocks_and_follow_the_rounding_reference(self):
-        for t in FILE_TYPES:
+        for t in MODEL_TYPES:
             path = self.files[t]
             stored = sum(int(x.n_bytes) if len(x.shape) == 2 else 4 * int(x.n_elements)
                          for x in GGUFReader(path).tensors)
@@ -132,7 +134,7 @@ class QuantizedWeightsTest(unittest.TestCase):
             self.assertLessEqual(np.median(err), 0.025 * scale, t)
 
     def test_float32_activations_keep_the_exact_path(self):
-        for t in FILE_TYPES:
+        for t in MODEL_TYPES:
             got, _ = self.logits(self.files[t], "float32")
             ref_model = LlamaGgufReference(self.files[t])
             ref = ref_model.forward(PROMPT, ref_model.new_cache(), 0)

@@ -6,6 +6,9 @@
 #
 #   tools/compare-llamacpp.sh [BUILD_DIR] [GGUF]
 #   (defaults: build, and SmolLM2-135M-Instruct fetched by tools/fetch-smollm2.sh)
+#   LLAMACPP_VENV=DIR: a venv whose python imports llama_cpp (e.g. the sdist's
+#   llama_cpp/ on PYTHONPATH with LLAMA_CPP_LIB_PATH at deploy/build-llamacpp.sh's
+#   bin/ directory: no second build of llama.cpp)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${1:-build}
@@ -25,5 +28,5 @@ PORT=${PORT:-50071}
 SERVER=$!
 trap 'kill $SERVER 2>/dev/null || true' EXIT
 "$BUILD_DIR"/client/kvserve-cli --target 127.0.0.1:"$PORT" --timeout-s 120 health >/dev/null
-PYTHONPATH="$BUILD_DIR/python" "$VENV/bin/python" tools/compare_llamacpp.py \
+PYTHONPATH="$BUILD_DIR/python${PYTHONPATH:+:$PYTHONPATH}" "$VENV/bin/python" tools/compare_llamacpp.py \
   --gguf "$GGUF" --target 127.0.0.1:"$PORT" "${@:3}"

@@ -2,7 +2,7 @@
 // the quantized product (kernels/quant/) with every instruction set this CPU
 // runs, for tests/quantized_weights_test.py's NumPy reference.
 //
-//   kvserve-quant-linear --model F.gguf --tensor blk.0.ffn_down.weight \
+//   kvserve-quant-linear --model F.gguf --tensor blk.0.ffn_down.weight
 //       --x x.f32 --rows M --out y   (writes y.<isa>.f32 for each isa: [M, N] float32)
 //
 // x.f32 holds M rows of K float32 values (K the tensor's row length); the

@@ -13,9 +13,10 @@ namespace kvserve::cpu {
 absl::Status Embedding(Tensor ids, Tensor table, Tensor out);
 void RmsNorm(Tensor x, Tensor weight, float eps, Tensor out);
 void AddRmsNorm(Tensor residual, Tensor x, Tensor weight, float eps, Tensor out);
-/// out = x · [parts stacked by rows]ᵀ (+ bias); block-format parts multiply
-/// int8-rounded activations when `quantize_activations` (Q8_0 otherwise keeps
-/// float32 activations; the other block formats always round them).
+/// out = x · [parts stacked by rows]ᵀ (+ bias); when `quantize_activations`,
+/// block-format parts multiply int8-rounded activations and bfloat16 parts
+/// bf16-rounded ones (on AVX512_BF16); otherwise Q8_0 and bfloat16 keep
+/// float32 activations (the other block formats always round them).
 void Linear(Tensor x, const std::vector<Tensor>& parts, Tensor bias, Tensor out,
             bool quantize_activations);
 absl::Status RopeSplitQkv(const RopeSplitParams& p);

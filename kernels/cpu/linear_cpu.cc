@@ -4,6 +4,9 @@
 //   - a block format (Q8_0 ... Q6_K) with quantized activations: x is rounded
 //     to int8 blocks once per call (kernels/quant/quantized_activations.h)
 //     and every thread multiplies integer codes (kernels/quant/quant_product.h);
+//   - bfloat16 with quantized activations on a CPU with AVX512_BF16: x is
+//     rounded to bfloat16 once per call and multiplied with vdpbf16ps
+//     (gemm_bf16.h);
 //   - float32, bfloat16 or Q8_0 with float32 activations: up to
 //     SmallMMaxRows(dtype) rows through the small-M kernel (one pass over W
 //     for all rows; sgemm repacks W on every call), more through OpenBLAS
@@ -22,6 +25,7 @@
 #include <vector>
 
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/gemm_bf16.h"
 #include "kernels/cpu/gemm_small_m.h"
 #include "kernels/cpu/thread_pool.h"
 #include "kernels/quant/quant_product.h"
@@ -64,6 +68,22 @@ void Round(DType dtype, Tensor x, QuantizedActivations* a) {
   });
 }
 
+// Whether a bfloat16 part multiplies bf16-rounded activations.
+bool Bf16Activations(DType dtype, bool quantize_activations) {
+  return dtype == DType::kBFloat16 && quantize_activations && Bf16DotSupported();
+}
+
+// x rounded to bfloat16 into `out`, rows split over the pool.
+void RoundToBf16(Tensor x, std::vector<uint16_t>* out) {
+  const int m = static_cast<int>(x.dim(0)), k = static_cast<int>(x.dim(1));
+  out->resize(size_t(m) * k);
+  ThreadPool& pool = ThreadPool::Shared();
+  const int chunks = std::min(m, pool.num_threads() * 4);
+  pool.ParallelFor(chunks, [&](int c) {
+    RoundRowsToBf16(x.as<float>(), k, k, c * m / chunks, (c + 1) * m / chunks, out->data());
+  });
+}
+
 }  // namespace
 
 void Linear(Tensor x, const std::vector<Tensor>& parts, Tensor bias, Tensor out,
@@ -77,10 +97,16 @@ void Linear(Tensor x, const std::vector<Tensor>& parts, Tensor bias, Tensor out,
   thread_local std::vector<QuantizedActivations> storage;
   std::vector<int> first(parts.size() + 1, 0);
   std::vector<const QuantizedActivations*> rounded(parts.size(), nullptr);
+  thread_local std::vector<uint16_t> x_bf16;
+  bool bf16_rounded = false;
   size_t used = 0;
   storage.reserve(std::max(storage.size(), parts.size()));  // no reallocation below
   for (size_t p = 0; p < parts.size(); ++p) {
     first[p + 1] = first[p] + static_cast<int>(parts[p].dim(0));
+    if (Bf16Activations(parts[p].dtype, quantize_activations) && !bf16_rounded) {
+      RoundToBf16(x, &x_bf16);
+      bf16_rounded = true;
+    }
     if (!Quantized(parts[p].dtype, quantize_activations)) continue;
     for (size_t u = 0; u < used && rounded[p] == nullptr; ++u) {
       if (storage[u].weight_dtype == parts[p].dtype) rounded[p] = &storage[u];
@@ -90,6 +116,9 @@ void Linear(Tensor x, const std::vector<Tensor>& parts, Tensor bias, Tensor out,
     Round(parts[p].dtype, x, &storage[used]);
     rounded[p] = &storage[used++];
   }
+  // The pool's threads must see the calling thread's buffer, not their own
+  // (thread_local).
+  const uint16_t* xb = x_bf16.data();
   ThreadPool& pool = ThreadPool::Shared();
   // Column slices: a few per thread for balance, multiples of 16 (SIMD and
   // cache-line friendly), none smaller than 64 columns.
@@ -106,6 +135,8 @@ void Linear(Tensor x, const std::vector<Tensor>& parts, Tensor bias, Tensor out,
       float* part_out = out.as<float>() + first[p];          // its column 0
       if (rounded[p] != nullptr) {
         QuantProduct(*rounded[p], w.data, n0, n0 + cols, part_out, n);
+      } else if (Bf16Activations(w.dtype, quantize_activations)) {
+        Bf16Product(xb, m, k, w.as<uint16_t>(), n0, n0 + cols, part_out, n);
       } else if (m <= SmallMMaxRows(w.dtype)) {
         SmallMProduct(x.as<float>(), m, k, w.data, w.dtype, k, n0, n0 + cols, part_out, n);
       } else if (w.dtype == DType::kFloat32) {

@@ -12,7 +12,9 @@ rounds its input rows as ggml does before an integer dot product (and as
 kvserve's CPU backend does by default, docs/quantized_weights.md): Q8_0
 blocks of 32 (scale max|x|/127 kept as float16, round half away from zero)
 for Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 weights; Q8_K blocks of 256 (scale max/-127
-of the signed extreme, round half to even, at most 127) for the K-quants.
+of the signed extreme, round half to even, at most 127) for the K-quants;
+and to bfloat16 (round to nearest even) for BF16 weights, as llama.cpp and
+kvserve do on CPUs with AVX512_BF16.
 """
 import numpy as np
 from gguf import GGMLQuantizationType, GGUFReader
@@ -23,6 +25,13 @@ _Q8_0_ACTIVATIONS = {GGMLQuantizationType.Q8_0, GGMLQuantizationType.Q4_0,
                      GGMLQuantizationType.Q5_1}
 _Q8_K_ACTIVATIONS = {GGMLQuantizationType.Q4_K, GGMLQuantizationType.Q5_K,
                      GGMLQuantizationType.Q6_K}
+
+
+def round_bf16(x):
+    """float32 → bfloat16, round to nearest even (values as float64)."""
+    bits = np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
+    return rounded.astype(np.uint32).view(np.float32).astype(np.float64)
 
 
 def round_q8_0(x):
@@ -63,9 +72,10 @@ def _strings(reader, key):
 
 
 class LlamaGgufReference:
-    def __init__(self, path, round_activations=False):
+    def __init__(self, path, round_activations=False, bf16_activations=True):
         reader = GGUFReader(path)
         self.round_activations = round_activations
+        self.bf16_activations = bf16_activations  # False: CPUs without AVX512_BF16
         self.types = {t.name: t.tensor_type for t in reader.tensors}
         self.arch = _field(reader, "general.architecture")
         a = self.arch
@@ -99,6 +109,8 @@ class LlamaGgufReference:
                 x = round_q8_0(x)
             elif self.types[name] in _Q8_K_ACTIVATIONS:
                 x = round_q8_k(x)
+            elif self.types[name] == GGMLQuantizationType.BF16 and self.bf16_activations:
+                x = round_bf16(x)
         return x @ self.w[name].T
 
     def _rms(self, x, weight):
