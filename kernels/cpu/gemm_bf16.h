@@ -2,8 +2,9 @@
 // even), on AVX512_BF16's vdpbf16ps: two bf16 products per float32 lane and
 // instruction, accumulated in float32 — llama.cpp's arithmetic for BF16
 // files, at twice the float32 FMA rate. The CPU backend uses it for bf16
-// weight matrices under --cpu_activations=auto (docs/quantized_weights.md);
-// --cpu_activations=float32 keeps float32 activations (gemm_small_m.h).
+// weight matrices under --cpu_activations=auto above the small-M cut-over
+// (prefill; docs/quantized_weights.md); decode sizes and
+// --cpu_activations=float32 keep float32 activations (gemm_small_m.h).
 #pragma once
 
 #include <cstdint>
