@@ -109,9 +109,9 @@ TEST(QuantProductTest, ZeroRowsAndZeroWeightsGiveZero) {
   }
 }
 
-// ggml's quantize_row_q8_0_ref: d = max|x| / 127 (kept as float16), q =
-// round(x / d); quantize_row_q8_K_ref: d = max / -127 for the value of
-// largest magnitude, q = nearest-even(x / d) at most 127.
+// ggml's x86 quantize_row_q8_0: d = max|x| / 127 (kept as float16), q =
+// nearest-even(x · 127 / max|x|); quantize_row_q8_K_ref: d = max / -127 for
+// the value of largest magnitude, q = nearest-even(x / d) at most 127.
 TEST(QuantizedActivationsTest, RoundsAsGgmlActivationBlocks) {
   std::mt19937 rng(3);
   const int k = 512;

@@ -64,7 +64,7 @@ def main():
     args = parser.parse_args()
 
     llm = Llama(model_path=args.gguf, n_ctx=1024, n_threads=args.threads, n_batch=512,
-                logits_all=False, verbose=False)
+                logits_all=True, verbose=False)  # scores of every evaluated token: the margins
     with grpc.insecure_channel(args.target) as channel:
         stub = inference_pb2_grpc.InferenceStub(channel)
         total_same, total, agree_by_criterion = 0, 0, 0

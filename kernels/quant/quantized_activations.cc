@@ -18,21 +18,18 @@ int NearestInt(float v) {
   return (bits & 0x007fffff) - 0x00400000;
 }
 
-// roundf (halves away from zero) without the libm call: |v| ≤ 127 here, and
-// |v| + 0.5 is exact in double, so truncating it is floor(|v| + 0.5).
-inline int RoundHalfAway(float v) {
-  const int magnitude = static_cast<int>(std::fabs(static_cast<double>(v)) + 0.5);
-  return v < 0 ? -magnitude : magnitude;
-}
-
-// ggml's quantize_row_q8_0_ref (and q8_1's values): 32 values, scale rounded
-// to float16, which is what the dot products multiply by.
+// ggml's Q8_0 (and Q8_1) activation blocks as its x86 SIMD quantize_row_q8_0
+// makes them, which is what llama.cpp runs on the CPUs kvserve runs on: 32
+// values, d = max|x| / 127 kept as float16 (what the dot products multiply
+// by), q = round-half-even(x · 127 / max|x|). (ggml's scalar reference
+// rounds x · (1 / d) half away from zero: the same but for ties and the
+// last bit of the multiplier.)
 void RoundQ8_0(const float* x, int8_t* q, float* d_out) {
   float amax = 0;
   for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[i]));
   const float d = amax / 127.f;
-  const float id = d != 0 ? 1.f / d : 0.f;
-  for (int i = 0; i < 32; ++i) q[i] = static_cast<int8_t>(RoundHalfAway(x[i] * id));
+  const float id = amax != 0 ? 127.f / amax : 0.f;
+  for (int i = 0; i < 32; ++i) q[i] = static_cast<int8_t>(NearestInt(x[i] * id));
   *d_out = HalfToFloat(FloatToHalf(d));
 }
 

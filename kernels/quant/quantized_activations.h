@@ -1,8 +1,9 @@
 // The activation side of a product with block-quantized weights: float32 rows
 // of x rounded to int8 per block, as llama.cpp rounds them before its integer
 // dot products (docs/quantized_weights.md):
-//   - for Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 weights, ggml's Q8_0 / Q8_1 blocks: 32
-//     values, d = max|x| / 127 stored as float16, q = round(x / d);
+//   - for Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 weights, ggml's Q8_0 / Q8_1 blocks as
+//     its x86 code makes them: 32 values, d = max|x| / 127 stored as float16,
+//     q = round-half-even(x · 127 / max|x|);
 //   - for the K-quants, ggml's Q8_K blocks: 256 values, d = max / -127 where
 //     max is the value of largest magnitude (float32), q = nearest-even of x/d.
 // Besides q it keeps what every kernel needs per row, so the products do no

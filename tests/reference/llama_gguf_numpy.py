@@ -10,7 +10,8 @@ the rows is checked, not assumed.
 With round_activations, every product with a block-format weight first
 rounds its input rows as ggml does before an integer dot product (and as
 kvserve's CPU backend does by default, docs/quantized_weights.md): Q8_0
-blocks of 32 (scale max|x|/127 kept as float16, round half away from zero)
+blocks of 32 as ggml's x86 code makes them (scale max|x|/127 kept as
+float16, x · 127/max|x| rounded half to even)
 for Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 weights; Q8_K blocks of 256 (scale max/-127
 of the signed extreme, round half to even, at most 127) for the K-quants;
 and to bfloat16 (round to nearest even) for BF16 weights, as llama.cpp and
@@ -35,12 +36,13 @@ def round_bf16(x):
 
 
 def round_q8_0(x):
-    """ggml's quantize_row_q8_0_ref then dequantized: rows of x in 32-blocks."""
+    """ggml's x86 quantize_row_q8_0 then dequantized: rows of x in 32-blocks,
+    q = round-half-even(x · 127 / max|x|), scale max|x| / 127 as float16."""
     b = np.asarray(x, dtype=np.float32).reshape(-1, 32)
-    d = np.abs(b).max(axis=1, keepdims=True) / np.float32(127)
-    inverse = np.where(d != 0, np.float32(1) / np.where(d != 0, d, 1), 0).astype(np.float32)
-    v = b * inverse
-    q = np.sign(v) * np.floor(np.abs(v).astype(np.float64) + 0.5)  # roundf: halves away from zero
+    amax = np.abs(b).max(axis=1, keepdims=True)
+    d = amax / np.float32(127)
+    inverse = np.where(amax != 0, np.float32(127) / np.where(amax != 0, amax, 1), 0).astype(np.float32)
+    q = np.rint(b * inverse)  # halves to even, as _mm256_round_ps(_MM_ROUND_NEAREST)
     return (q * d.astype(np.float16).astype(np.float64)).reshape(np.shape(x))
 
 
