@@ -10,7 +10,7 @@ std::vector<FlagGroup> ServerFlagGroups() {
       {"HTTP API (OpenAI-compatible)", {"http_*"}},
       {"Metrics", {"metrics_port", "metrics_host"}},
       {"Authentication and TLS", {"auth_*", "tls_*"}},
-      {"Device", {"device", "dtype", "gpu_memory_utilization", "cuda_*"}},
+      {"Device", {"device", "dtype", "cpu_activations", "gpu_memory_utilization", "cuda_*"}},
       {"Engine and KV cache",
        {"max_num_seqs", "max_num_batched_tokens", "block_size", "num_kv_blocks",
         "kv_cache_memory_mb", "enable_prefix_caching", "max_queued_requests",
