@@ -1,8 +1,9 @@
 // y = x · Wᵀ for W in a ggml block format, with x already rounded to int8
-// blocks (quantized_activations.h): integer dot products over each block,
-// one float scale per 4 products. The weights are read as stored (a GGUF
-// file's mapped bytes); each thread unpacks 16 rows of W at a time into
-// unsigned codes and uses them for 64 rows of x (docs/quantized_weights.md).
+// blocks (quantized_activations.h): exact integer dot products, scaled in
+// float32 per group of 16 codes. The weights are read as stored (a GGUF
+// file's mapped bytes): unpacked in registers for up to 8 rows of x, or 16
+// rows of W at a time into a packed tile used for 64 rows of x
+// (docs/quantized_weights.md).
 #pragma once
 
 #include <string>
