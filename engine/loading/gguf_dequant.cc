@@ -13,33 +13,13 @@
 namespace kvserve {
 namespace {
 
-// Blocks are byte-packed; fields are read with memcpy, never through casts.
-float Half(const uint8_t* p) {
-  uint16_t bits;
-  std::memcpy(&bits, p, 2);
-  return HalfToFloat(bits);
-}
-
-void DequantF32(const uint8_t* src, int64_t n, float* y) { std::memcpy(y, src, n * sizeof(float)); }
-
-void DequantF16(const uint8_t* src, int64_t n, float* y) {
-  for (int64_t i = 0; i < n; ++i) y[i] = Half(src + 2 * i);
-}
-
-void DequantBF16(const uint8_t* src, int64_t n, float* y) {
-  for (int64_t i = 0; i < n; ++i) {
-    uint16_t bits;
-    std::memcpy(&bits, src + 2 * i, 2);
-    y[i] = BFloat16ToFloat(bits);
-  }
-}
-
 // `nb` blocks (elements for F32/F16/BF16, whose block is 1) of `type`.
 void DequantBlocks(GgmlType type, const uint8_t* src, int64_t nb, float* dst) {
   switch (type) {
-    case GgmlType::kF32: DequantF32(src, nb, dst); break;
-    case GgmlType::kF16: DequantF16(src, nb, dst); break;
-    case GgmlType::kBF16: DequantBF16(src, nb, dst); break;
+    case GgmlType::kF32: std::memcpy(dst, src, nb * sizeof(float)); break;
+    // The element types convert as everywhere else (checked dtypes: cannot fail).
+    case GgmlType::kF16: (void)ConvertToFloat32(src, DType::kFloat16, nb, dst); break;
+    case GgmlType::kBF16: (void)ConvertToFloat32(src, DType::kBFloat16, nb, dst); break;
     default:  // a block format: DequantizeGgml checked `supported`
       DequantizeBlocks(*BlockDTypeOfGgml(static_cast<uint32_t>(type)), src, nb, dst);
       break;

@@ -1,7 +1,7 @@
-// ggml block formats → float32, one function per type, written from ggml's
-// reference dequantize_row_* (ggml-quants.c). Compiled with -ffp-contract=off
-// so that the products and sums round exactly as gguf-py's numpy reference
-// does (tests/gguf_dequant_test.py compares every supported type bit for bit).
+// A GGUF tensor of any supported ggml type → float32: the element types as
+// kernels/dtype.h converts them, the block formats by kernels/quant/
+// dequantize.h (ggml's reference dequantize_row_*, bit-exact with gguf-py's
+// NumPy: tests/gguf_dequant_test.py), big tensors split over threads.
 #pragma once
 
 #include <cstdint>
