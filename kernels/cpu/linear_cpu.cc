@@ -59,16 +59,21 @@ bool Quantized(DType dtype, bool quantize_activations) {
   return IsBlockDType(dtype) && (quantize_activations || dtype != DType::kQ8_0);
 }
 
-// x rounded for one block format, rows split over the pool: ggml's Q8_0
-// blocks for the 32-element formats, Q8_K for the K-quants.
+// fn(row_begin, row_end) over the m rows of x in a few chunks per pool
+// thread (rounding activations: O(M·K), independent rows).
+template <typename F>
+void ForRowChunks(int m, const F& fn) {
+  ThreadPool& pool = ThreadPool::Shared();
+  const int chunks = std::min(m, pool.num_threads() * 4);
+  pool.ParallelFor(chunks, [&](int c) { fn(c * m / chunks, (c + 1) * m / chunks); });
+}
+
+// x rounded for one block format: ggml's Q8_0 blocks for the 32-element
+// formats, Q8_K for the K-quants.
 void Round(DType dtype, Tensor x, QuantizedActivations* a) {
   const int m = static_cast<int>(x.dim(0)), k = static_cast<int>(x.dim(1));
   ResizeQuantizedActivations(dtype, m, k, a);
-  ThreadPool& pool = ThreadPool::Shared();
-  const int chunks = std::min(m, pool.num_threads() * 4);
-  pool.ParallelFor(chunks, [&](int c) {
-    QuantizeActivationRows(x.as<float>(), k, c * m / chunks, (c + 1) * m / chunks, a);
-  });
+  ForRowChunks(m, [&](int begin, int end) { QuantizeActivationRows(x.as<float>(), k, begin, end, a); });
 }
 
 // Whether a bfloat16 part multiplies bf16-rounded activations.
@@ -77,14 +82,12 @@ bool Bf16Activations(DType dtype, bool quantize_activations, int m) {
          Bf16DotSupported();
 }
 
-// x rounded to bfloat16 into `out`, rows split over the pool.
+// x rounded to bfloat16 into `out`.
 void RoundToBf16(Tensor x, std::vector<uint16_t>* out) {
   const int m = static_cast<int>(x.dim(0)), k = static_cast<int>(x.dim(1));
   out->resize(size_t(m) * k);
-  ThreadPool& pool = ThreadPool::Shared();
-  const int chunks = std::min(m, pool.num_threads() * 4);
-  pool.ParallelFor(chunks, [&](int c) {
-    RoundRowsToBf16(x.as<float>(), k, k, c * m / chunks, (c + 1) * m / chunks, out->data());
+  ForRowChunks(m, [&](int begin, int end) {
+    RoundRowsToBf16(x.as<float>(), k, k, begin, end, out->data());
   });
 }
 
@@ -96,8 +99,9 @@ void Linear(Tensor x, const std::vector<Tensor>& parts, Tensor bias, Tensor out,
   const int n = static_cast<int>(out.dim(1));
   if (m == 0) return;
   // Each part's first output column, and x rounded for its format, once per
-  // format (a Q4_K_M matrix's Q4_K and Q6_K parts share it). The buffers are
-  // kept by the calling thread (the engine's) from call to call.
+  // format (parts of one format share it; Q4_K and Q6_K parts do not: their
+  // code offsets differ). The buffers are kept by the calling thread (the
+  // engine's) from call to call.
   thread_local std::vector<QuantizedActivations> storage;
   std::vector<int> first(parts.size() + 1, 0);
   std::vector<const QuantizedActivations*> rounded(parts.size(), nullptr);
