@@ -150,6 +150,15 @@ class Backend {
   virtual absl::Status RopeSplitQkv(const RopeSplitParams& params) = 0;
   /// out = silu(gate) * up, where gate_up: [T, 2I] holds gate | up per row, out: [T, I].
   virtual absl::Status SiluMul(Tensor gate_up, Tensor out) = 0;
+  /// The MLP's down projection: act = SiluMul(gate_up), out = Linear(act,
+  /// weight, bias). A backend may fuse the two and leave `act` (scratch of
+  /// [T, I]) unwritten; the result is the same.
+  virtual absl::Status SiluMulLinear(Tensor gate_up, Tensor act, Tensor weight, Tensor bias,
+                                     Tensor out) {
+    absl::Status s = SiluMul(gate_up, act);
+    if (!s.ok()) return s;
+    return Linear(act, weight, bias, out);
+  }
   /// out[i] = x[rows[i]]. rows: [S] int32.
   virtual absl::Status GatherRows(Tensor x, Tensor rows, Tensor out) = 0;
   virtual absl::Status PrefillAttention(const PrefillAttentionParams& params) = 0;

@@ -255,9 +255,17 @@ TEST(FlashDecodePlanTest, TheDocumentedCases) {
   plan = PlanFlashDecode(Bf16DecodeShape(1, 32, 8, 64, 16, 256, 4096), 132);
   EXPECT_EQ(plan.num_splits, 64);
   EXPECT_EQ(plan.split_keys, 64);
-  // Batch 32 at 4096 keys: 256 CTAs already, so two or three splits.
+  // Batch 32 at 4096 keys: 256 CTAs already. With 4 resident per SM (528),
+  // two splits are one wave; with 3 (396, the H200 run), two splits would be
+  // a second wave of 116 CTAs, so three (768 CTAs, two full waves).
   plan = PlanFlashDecode(Bf16DecodeShape(32, 32, 8, 64, 16, 256, 4096), 132);
+  EXPECT_EQ(plan.num_splits, 2);
+  plan = PlanFlashDecode(Bf16DecodeShape(32, 32, 8, 64, 16, 256, 4096), 132, SIZE_MAX, SIZE_MAX,
+                         /*ctas_per_sm=*/3);
   EXPECT_EQ(plan.num_splits, 3);
+  // Batch 32 at 140 keys with 3 per SM: one split, one wave (not 512 CTAs in two).
+  plan = PlanFlashDecode(Bf16DecodeShape(32, 32, 8, 64, 16, 9, 140), 132, SIZE_MAX, SIZE_MAX, 3);
+  EXPECT_EQ(plan.num_splits, 1);
   // Batch 128: the batch fills the device, no split, no workspace.
   plan = PlanFlashDecode(Bf16DecodeShape(128, 32, 8, 64, 16, 256, 4096), 132);
   EXPECT_EQ(plan.num_splits, 1);

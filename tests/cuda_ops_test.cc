@@ -179,7 +179,13 @@ TEST_P(CudaOpsTest, LinearWithAndWithoutBiasInBothOutputDtypes) {
 // both output dtypes, on widths that are and are not multiples of its
 // 256-element chunks and row counts that leave a warp's second row empty).
 TEST_P(CudaOpsTest, SmallMGemvMatchesTheCpu) {
-  if (dtype() == DType::kFloat32) GTEST_SKIP() << "the small-M kernel takes bf16/f16 only";
+  if (dtype() == DType::kFloat32) {  // bf16/f16 only: float32 products stay with cuBLASLt
+    DeviceTensor x(*gpu_, dtype(), {1, 64}), w(*gpu_, dtype(), {8, 64}), out(*gpu_, dtype(), {1, 8});
+    EXPECT_FALSE(cuda::GemvSmallMServes(x, w, Tensor(), out));
+    DeviceTensor gate_up(*gpu_, dtype(), {1, 128});
+    EXPECT_FALSE(cuda::GemvSiluMulServes(gate_up, w, Tensor(), out));
+    return;
+  }
   struct Shape {
     int64_t n, k;
   };
@@ -220,6 +226,61 @@ TEST_P(CudaOpsTest, SmallMGemvMatchesTheCpu) {
   EXPECT_FALSE(cuda::GemvSmallMServes(x9, w, Tensor(), out9));
   DeviceTensor x12(*gpu_, dtype(), {1, 12}), w12(*gpu_, dtype(), {8, 12}), out1(*gpu_, dtype(), {1, 8});
   EXPECT_FALSE(cuda::GemvSmallMServes(x12, w12, Tensor(), out1));
+}
+
+// The down projection's fused variant: silu(gate) · up computed as x is
+// loaded, against the CPU's SiluMul then Linear, on every row count it
+// takes, widths that are and are not whole CTA passes (256 vectors of 8),
+// and row counts of W that leave a CTA's last rows empty.
+TEST_P(CudaOpsTest, SiluMulGemvMatchesTheCpu) {
+  if (dtype() == DType::kFloat32) return;  // refused above, with the plain kernel
+  struct Shape {
+    int64_t n, k;
+  };
+  for (const Shape& s : {Shape{1, 64}, Shape{13, 2048}, Shape{301, 520}, Shape{64, 8192}}) {
+    for (int64_t rows = 1; rows <= cuda::kGemvMaxRows; ++rows) {
+      for (DType out_dtype : {dtype(), DType::kFloat32}) {
+        SCOPED_TRACE(::testing::Message() << "silu([" << rows << ", 2 x " << s.k << "]) x [" << s.n
+                                          << ", " << s.k << "]ᵀ, out " << DTypeName(out_dtype));
+        std::vector<float> gate_up = RandomValues(rng_, rows * 2 * s.k, dtype(), 3.f);
+        std::vector<float> w = RandomValues(rng_, s.n * s.k, dtype(), 0.05f);
+        std::vector<float> act(rows * s.k), want(rows * s.n);
+        ASSERT_TRUE(cpu_.SiluMul(HostTensor(gate_up, {rows, 2 * s.k}), HostTensor(act, {rows, s.k}))
+                        .ok());
+        // The activation as the GPU stores it between the two unfused kernels.
+        act = RoundTo(dtype(), act);
+        ASSERT_TRUE(cpu_.Linear(HostTensor(act, {rows, s.k}), HostTensor(w, {s.n, s.k}), Tensor(),
+                                HostTensor(want, {rows, s.n}))
+                        .ok());
+        DeviceTensor d_gate_up(*gpu_, dtype(), {rows, 2 * s.k}), d_w(*gpu_, dtype(), {s.n, s.k});
+        DeviceTensor d_out(*gpu_, out_dtype, {rows, s.n});
+        d_gate_up.Set(gate_up);
+        d_w.Set(w);
+        ASSERT_TRUE(cuda::GemvSiluMulServes(d_gate_up, d_w, Tensor(), d_out));
+        ASSERT_TRUE(cuda::LaunchGemvSiluMul(d_gate_up, d_w, Tensor(), d_out, gpu_->stream()).ok());
+        ExpectClose(d_out.Get(), want, "GemvSiluMul");
+      }
+    }
+  }
+  // Through the backend as the model calls it (fused or not, as tuning chose).
+  const int64_t rows = 3, n = 96, k = 512;
+  std::vector<float> gate_up = RandomValues(rng_, rows * 2 * k, dtype(), 3.f);
+  std::vector<float> w = RandomValues(rng_, n * k, dtype(), 0.05f);
+  std::vector<float> act(rows * k), want(rows * n);
+  ASSERT_TRUE(cpu_.SiluMul(HostTensor(gate_up, {rows, 2 * k}), HostTensor(act, {rows, k})).ok());
+  act = RoundTo(dtype(), act);
+  ASSERT_TRUE(
+      cpu_.Linear(HostTensor(act, {rows, k}), HostTensor(w, {n, k}), Tensor(), HostTensor(want, {rows, n}))
+          .ok());
+  DeviceTensor d_gate_up(*gpu_, dtype(), {rows, 2 * k}), d_act(*gpu_, dtype(), {rows, k});
+  DeviceTensor d_w(*gpu_, dtype(), {n, k}), d_out(*gpu_, dtype(), {rows, n});
+  d_gate_up.Set(gate_up);
+  d_w.Set(w);
+  ASSERT_TRUE(gpu_->SiluMulLinear(d_gate_up, d_act, d_w, Tensor(), d_out).ok());
+  ExpectClose(d_out.Get(), want, "SiluMulLinear");
+  // A gate_up that is not twice the weight's width is refused by name.
+  DeviceTensor bad(*gpu_, dtype(), {rows, 2 * k + 8});
+  EXPECT_FALSE(cuda::GemvSiluMulServes(bad, d_w, Tensor(), d_out));
 }
 
 TEST_P(CudaOpsTest, RopeSplitRotatesQAndKAndCopiesV) {

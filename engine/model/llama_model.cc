@@ -161,8 +161,7 @@ absl::StatusOr<Tensor> LlamaModel::Forward(const StepBatch& b, const KvCache& ca
     RETURN_IF_ERROR(be.Linear(attn_flat, l.o_proj, l.o_bias, proj));
     RETURN_IF_ERROR(be.AddRmsNorm(residual, proj, l.post_norm, c.rms_norm_eps, normed));
     RETURN_IF_ERROR(be.LinearParts(normed, l.gate_up, l.gate_up_bias, gate_up));
-    RETURN_IF_ERROR(be.SiluMul(gate_up, act));
-    RETURN_IF_ERROR(be.Linear(act, l.down, l.down_bias, proj));
+    RETURN_IF_ERROR(be.SiluMulLinear(gate_up, act, l.down, l.down_bias, proj));
   }
   RETURN_IF_ERROR(be.AddRmsNorm(residual, proj, weights_.final_norm, c.rms_norm_eps, normed));
   const int s = b.num_samples;

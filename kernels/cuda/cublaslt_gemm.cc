@@ -504,6 +504,30 @@ absl::Status CublasLtGemm::GemmEx(Tensor x, Tensor weight, Tensor out) {
   return absl::OkStatus();
 }
 
+absl::Status CublasLtGemm::SiluMulLinear(Tensor gate_up, Tensor act, Tensor weight, Tensor bias,
+                                         Tensor out, bool fuse) {
+  const int64_t rows = act.dim(0);
+  const bool has_bias = !bias.empty();
+  if (fuse && rows >= 1 && rows <= kGemvMaxRows && weight.dim(0) > 0) {
+    // The same choice Linear(act, ...) makes, so tuning decides both alike.
+    const bool fuse_bias = has_bias && bias.dtype == out.dtype;
+    ASSIGN_OR_RETURN(const Choice c, Choose(rows, weight.dim(0), act.dim(1), act.dtype, out.dtype,
+                                            fuse_bias, Alignment(act.data),
+                                            Alignment(weight.data), Alignment(out.data),
+                                            fuse_bias ? bias.data : nullptr));
+    if (c.plan != nullptr && c.plan->gemv) {
+      const Tensor fused = c.plan->fused_bias ? bias : Tensor();
+      if (GemvSiluMulServes(gate_up, weight, fused, out)) {
+        RETURN_IF_ERROR(LaunchGemvSiluMul(gate_up, weight, fused, out, stream_));
+        if (has_bias && !c.plan->fused_bias) RETURN_IF_ERROR(LaunchAddBias(bias, out, stream_));
+        return absl::OkStatus();
+      }
+    }
+  }
+  RETURN_IF_ERROR(LaunchSiluMul(gate_up, act, stream_));
+  return Linear(act, weight, bias, out);
+}
+
 absl::Status CublasLtGemm::Linear(Tensor x, Tensor weight, Tensor bias, Tensor out) {
   const int64_t rows = x.dim(0), n = weight.dim(0);
   if (rows == 0 || n == 0) return absl::OkStatus();

@@ -69,6 +69,13 @@ class CublasLtGemm {
   /// (CheckLinear). Enqueued on the stream.
   absl::Status Linear(Tensor x, Tensor weight, Tensor bias, Tensor out);
 
+  /// out = Linear(SiluMul(gate_up), weight, bias), `act` the SiluMul output
+  /// [M, K]. Where the plan for the activation's product picks the small-M
+  /// kernel and `fuse` allows it, its SiLU variant computes the activation as
+  /// it loads it (act unwritten); otherwise SiluMul, then Linear.
+  absl::Status SiluMulLinear(Tensor gate_up, Tensor act, Tensor weight, Tensor bias, Tensor out,
+                             bool fuse);
+
   /// Plans every bucket of each GEMM up to its max_rows and checks an
   /// algorithm for every M in 1 .. `decode_rows`, so that decode steps plan
   /// nothing. Activations are assumed 256-byte aligned (cudaMalloc'ed, as

@@ -248,6 +248,9 @@ absl::Status CudaBackend::SelfCheckFastKernels(const StepLimits& limits) {
   RETURN_IF_ERROR(check(fast_.rmsnorm, "rmsnorm", [&] {
     return SelfCheckRmsNorm(device, dtype_, limits.hidden_size);
   }));
+  if (!fast_.gemv_small_m) fast_.gemv_silu_mul = false;  // it only ever replaces that kernel
+  RETURN_IF_ERROR(check(fast_.gemv_silu_mul, "gemv_silu_mul",
+                        [&] { return SelfCheckGemvSiluMul(device, dtype_); }));
   KV_LOG(INFO) << "CUDA backend: fast kernels checked against the reference in "
                << std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
                       .count()
@@ -357,6 +360,13 @@ absl::Status CudaBackend::RopeSplitQkv(const RopeSplitParams& params) {
 absl::Status CudaBackend::SiluMul(Tensor gate_up, Tensor out) {
   RETURN_IF_ERROR(CheckSiluMul(gate_up, out));
   return LaunchSiluMul(gate_up, out, stream());
+}
+
+absl::Status CudaBackend::SiluMulLinear(Tensor gate_up, Tensor act, Tensor weight, Tensor bias,
+                                        Tensor out) {
+  RETURN_IF_ERROR(CheckSiluMul(gate_up, act));
+  RETURN_IF_ERROR(CheckLinear(act, weight, bias, out));
+  return gemm_->SiluMulLinear(gate_up, act, weight, bias, out, fast_.gemv_silu_mul);
 }
 
 absl::Status CudaBackend::GatherRows(Tensor x, Tensor rows, Tensor out) {

@@ -88,6 +88,8 @@ class CudaBackend final : public Backend {
   absl::Status Linear(Tensor x, Tensor weight, Tensor bias, Tensor out) override;
   absl::Status RopeSplitQkv(const RopeSplitParams& params) override;
   absl::Status SiluMul(Tensor gate_up, Tensor out) override;
+  absl::Status SiluMulLinear(Tensor gate_up, Tensor act, Tensor weight, Tensor bias,
+                             Tensor out) override;
   absl::Status GatherRows(Tensor x, Tensor rows, Tensor out) override;
   absl::Status PrefillAttention(const PrefillAttentionParams& params) override;
   absl::Status DecodeAttention(const DecodeAttentionParams& params) override;

@@ -16,7 +16,8 @@ std::vector<std::pair<const char*, bool FastKernels::*>> Names() {
           {"prefill_mma", &FastKernels::prefill_mma},
           {"rope_kv_write", &FastKernels::rope_kv_write},
           {"rmsnorm", &FastKernels::rmsnorm},
-          {"gemv_small_m", &FastKernels::gemv_small_m}};
+          {"gemv_small_m", &FastKernels::gemv_small_m},
+          {"gemv_silu_mul", &FastKernels::gemv_silu_mul}};
 }
 
 }  // namespace

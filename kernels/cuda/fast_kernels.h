@@ -17,6 +17,7 @@ struct FastKernels {
   bool rope_kv_write = true;  // RopeSplitQkv writing the KV cache in one pass (rope_split.h)
   bool rmsnorm = true;        // one-pass RmsNorm / AddRmsNorm (rmsnorm.cuh)
   bool gemv_small_m = true;   // the small-M GEMV competing in GEMM tuning (gemv_small_m.h)
+  bool gemv_silu_mul = true;  // its variant taking SiluMul's input (where the GEMV serves down)
 
   static FastKernels All() { return FastKernels(); }
   static FastKernels None();

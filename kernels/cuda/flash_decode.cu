@@ -2,6 +2,7 @@
 // the reservation bound, and the dtype switch. The kernels are instantiated
 // in flash_decode_{bf16,f16}.cu.
 #include <algorithm>
+#include <cstdint>
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -38,16 +39,36 @@ struct Split {
   int64_t keys;
 };
 
-// Splits (before the workspace cap and the rounding) for `num_seqs`
-// sequences of at most `max_context` keys.
+// A CTA's cost beyond its keys (launch, the context, block-table and first
+// K/V round trips, the partial write and the merge count), in CTA passes of
+// keys. On the first H200 run one pass took ~2 µs and a CTA's fixed chain
+// ~4 µs.
+constexpr int64_t kCtaOverheadPasses = 2;
+
+// Splits (before the workspace cap) for `num_seqs` sequences of at most
+// `max_context` keys: the count whose estimated time is least, counting
+// waves of resident CTAs, each as long as one split's keys plus the fixed
+// cost. (Filling the device once by ceil(resident / CTAs) gave 512 CTAs at
+// batch 32 on an H200 with 396 resident: a second, nearly empty wave.)
 int64_t ChooseSplits(int64_t num_seqs, int num_kv_heads, int group_chunks, int pass_keys,
                    int64_t max_context, int num_sms, int ctas_per_sm) {
   const int64_t ctas = std::max<int64_t>(1, num_seqs * num_kv_heads * group_chunks);
-  // One full wave of resident CTAs: more would leave a partial second wave.
-  const int64_t target_ctas = int64_t(std::max(ctas_per_sm, 1)) * std::max(num_sms, 1);
+  const int64_t resident = int64_t(std::max(ctas_per_sm, 1)) * std::max(num_sms, 1);
   const int64_t max_useful = (max_context + pass_keys - 1) / pass_keys;  // ≥ one pass each
-  return std::clamp<int64_t>((target_ctas + ctas - 1) / ctas, 1,
-                             std::min<int64_t>(max_useful, flash_decode::kMaxSplits));
+  const int64_t most = std::min<int64_t>(max_useful, flash_decode::kMaxSplits);
+  int64_t best = 1, best_cost = INT64_MAX;
+  for (int64_t s = 1; s <= most; ++s) {
+    int64_t keys = (max_context + s - 1) / s;
+    keys = (keys + pass_keys - 1) / pass_keys * pass_keys;
+    const int64_t used = (max_context + keys - 1) / keys;  // what rounding leaves
+    const int64_t waves = (ctas * used + resident - 1) / resident;
+    const int64_t cost = waves * (keys + kCtaOverheadPasses * pass_keys);
+    if (cost < best_cost) {
+      best_cost = cost;
+      best = used;
+    }
+  }
+  return best;
 }
 
 // Rounds the keys per split up to whole passes; the split count can only fall.
@@ -114,11 +135,19 @@ FlashDecodeReservation MaxFlashDecodeReservation(int max_seqs, const AttentionSh
   const int tile = GroupTile(group), chunks = (group + tile - 1) / tile;
   const flash_decode::Layout layout = MakeLayout(2, shape.head_dim, block_size, tile);
   if (!layout.ok) return most;
-  // The split count only grows with the context, and rounding only lowers
-  // it: the bound at max_context holds for every shorter one.
+  // The chosen count need not grow with the context (waves are whole), so
+  // the bound takes the largest over the contexts of whole passes doubling
+  // up to max_context. A context between them that plans more splits is
+  // capped by PlanFlashDecode to what was reserved: as exact, a little slower.
+  max_context = std::max<int64_t>(max_context, 1);
   for (int64_t b = 1; b <= max_seqs; ++b) {
-    const int64_t splits = ChooseSplits(b, shape.num_kv_heads, chunks, layout.pass_keys,
-                                        std::max<int64_t>(max_context, 1), num_sms, ctas_per_sm);
+    int64_t splits = 1;
+    for (int64_t c = layout.pass_keys;; c = std::min(2 * c, max_context)) {
+      const int64_t context = std::min(c, max_context);
+      splits = std::max(splits, ChooseSplits(b, shape.num_kv_heads, chunks, layout.pass_keys,
+                                             context, num_sms, ctas_per_sm));
+      if (context == max_context) break;
+    }
     if (splits > 1) {
       most.workspace_floats = std::max(
           most.workspace_floats, size_t(b) * shape.num_heads * FloatsPerSplit(shape) * size_t(splits));

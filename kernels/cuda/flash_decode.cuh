@@ -53,8 +53,14 @@ __device__ __forceinline__ void Unpack8(const uint4& raw, float (&f)[8]) {
   for (int i = 0; i < 8; ++i) f[i] = ToFloat(e[i]);
 }
 
+// Residency is what keeps the loads in flight: at most 64 registers (8 CTAs
+// per SM) for a group tile of 1 and 128 (4) for 4; a tile of 8 holds twice
+// the accumulators and spills under 168, so it keeps what it needs (2).
+template <int kGroup>
+inline constexpr int kMinCtasPerSm = kGroup == 1 ? 8 : kGroup <= 4 ? 4 : 2;
+
 template <typename T, int kHeadDim, int kBlockSize, int kGroup>
-__global__ void __launch_bounds__(kThreads) FlashDecodeKernel(const __grid_constant__ Args<T> a) {
+__global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kGroup>) FlashDecodeKernel(const __grid_constant__ Args<T> a) {
   constexpr Layout L = MakeLayout(sizeof(T), kHeadDim, kBlockSize, kGroup);
   static_assert(L.ok && L.vec == 8, "flash decode serves 2-byte types with a power-of-two row");
   constexpr int kVec = L.vec, kLanesPerKey = L.lanes_per_key, kKeysPerRow = L.keys_per_row;
@@ -164,34 +170,38 @@ __global__ void __launch_bounds__(kThreads) FlashDecodeKernel(const __grid_const
         s[g][r] = valid[r] ? dot : NegInf();
       }
     }
-    float vf[kRows][kVec];
-#pragma unroll
-    for (int r = 0; r < kRows; ++r) Unpack8<T>(v_raw[r], vf[r]);
-    // This lane's online softmax over its keys of the tile.
+    // This lane's online softmax over its keys of the tile: the scores become
+    // weights in place, then each value row is unpacked once and added to
+    // every head's accumulator (one row of floats live at a time).
 #pragma unroll
     for (int g = 0; g < kGroup; ++g) {
       float tile_max = s[g][0];
 #pragma unroll
       for (int r = 1; r < kRows; ++r) tile_max = fmaxf(tile_max, s[g][r]);
       const float m_new = fmaxf(m[g], tile_max);
-      if (m_new == NegInf()) continue;  // no visible key yet
-      const float alpha = exp2f(m[g] - m_new);  // 0 while m was −∞
-      float p[kRows];
+      // No visible key yet: weights 0, the state stays (m = −∞, l = 0, acc = 0).
+      const bool none = m_new == NegInf();
+      const float alpha = none ? 1.f : exp2f(m[g] - m_new);  // 0 while m was −∞
       float p_sum = 0.f;
 #pragma unroll
       for (int r = 0; r < kRows; ++r) {
-        p[r] = exp2f(s[g][r] - m_new);  // 0 for masked keys
-        p_sum += p[r];
+        s[g][r] = none ? 0.f : exp2f(s[g][r] - m_new);  // 0 for masked keys
+        p_sum += s[g][r];
       }
       l[g] = l[g] * alpha + p_sum;
 #pragma unroll
-      for (int e = 0; e < kVec; ++e) {
-        float o = acc[g][e] * alpha;
-#pragma unroll
-        for (int r = 0; r < kRows; ++r) o = fmaf(p[r], vf[r][e], o);
-        acc[g][e] = o;
-      }
+      for (int e = 0; e < kVec; ++e) acc[g][e] *= alpha;
       m[g] = m_new;
+    }
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      float vf[kVec];
+      Unpack8<T>(v_raw[r], vf);
+#pragma unroll
+      for (int g = 0; g < kGroup; ++g) {
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) acc[g][e] = fmaf(s[g][r], vf[e], acc[g][e]);
+      }
     }
   }
 

@@ -12,14 +12,22 @@
 namespace kvserve::cuda {
 namespace {
 
-constexpr int kWarps = 4;
+// A CTA owns kRowsPerCta rows of W and splits K over all its threads: thread
+// t reads 16-byte vectors t, t + 256, t + 512, ... of each of its rows. So
+// even a narrow product (the O and down projections: 2048 rows of W) keeps
+// hundreds of CTAs with every thread's loads in flight at once; the first
+// version gave each warp two whole rows, and at K = 8192 each warp then
+// walked eight dependent round trips with two CTAs per SM: 1.0-1.3 TB/s
+// where the copy runs at 4.2 on the H200 (2026-11-27 run).
+constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * 32;
-constexpr int kRowsPerWarp = 2;  // rows of W per warp: two reads in flight per x read
 
-// 16-byte chunks of K each lane has in flight per row: fewer when there
-// are many x rows (their vectors take registers too).
+// Rows of W per CTA: every x vector a thread loads serves that many rows
+// (x is re-read from L2 once per CTA), and the CTA's loads in flight per
+// thread are kRowsPerCta + kM. Eight rows while the accumulators are few;
+// four at M = 8 so that two CTAs of 256 threads fit an SM (≤ 128 registers).
 template <int kM>
-inline constexpr int kUnroll = kM <= 2 ? 4 : 2;
+inline constexpr int kRowsPerCta = kM <= 4 ? 8 : 4;
 
 template <typename T>
 __device__ __forceinline__ float Dot8(const uint4& a, const uint4& b) {
@@ -31,94 +39,116 @@ __device__ __forceinline__ float Dot8(const uint4& a, const uint4& b) {
   return s;
 }
 
-// One warp per kRowsPerWarp rows of W; lanes stride over K in 16-byte vectors.
-template <typename T, typename TOut, int kM>
-__global__ void __launch_bounds__(kThreads)
-    GemvKernel(const T* __restrict__ x,         // [rows ≤ kM, k]
+// x · Wᵀ from the 16-byte vector `vec` of x row m: x itself, or with
+// kSiluMul the MLP's activation silu(gate) · up computed from gate_up = [gate
+// | up] (each row 2k wide) and rounded to T exactly as LaunchSiluMul stores
+// it, so the fused product equals SiluMul followed by the plain one.
+template <typename T, bool kSiluMul>
+__device__ __forceinline__ uint4 LoadX(const T* __restrict__ x, int m, int k, int vec) {
+  if constexpr (!kSiluMul) {
+    return __ldg(reinterpret_cast<const uint4*>(x + int64_t(m) * k) + vec);
+  } else {
+    const T* row = x + int64_t(m) * 2 * k;
+    const uint4 g_raw = __ldg(reinterpret_cast<const uint4*>(row) + vec);
+    const uint4 u_raw = __ldg(reinterpret_cast<const uint4*>(row + k) + vec);
+    const T* g = reinterpret_cast<const T*>(&g_raw);
+    const T* u = reinterpret_cast<const T*>(&u_raw);
+    uint4 result;
+    T* r = reinterpret_cast<T*>(&result);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const float gate = ToFloat(g[i]);
+      r[i] = FromFloat<T>(gate / (1.f + expf(-gate)) * ToFloat(u[i]));
+    }
+    return result;
+  }
+}
+
+template <typename T, typename TOut, int kM, bool kSiluMul>
+__global__ void __launch_bounds__(kThreads, 2)
+    GemvKernel(const T* __restrict__ x,         // [rows ≤ kM, k], or [rows, 2k] with kSiluMul
                const T* __restrict__ w,         // [n, k]
                const TOut* __restrict__ bias,   // [n] or null
                int rows, int n, int k,
                TOut* __restrict__ out) {        // [rows, n]
-  constexpr int kU = kUnroll<kM>;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int row0 = (blockIdx.x * kWarps + warp) * kRowsPerWarp;
-  if (row0 >= n) return;  // whole warps only: no barrier below
+  constexpr int kR = kRowsPerCta<kM>;
+  __shared__ float partial[kWarps][kR * kM];
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int row0 = blockIdx.x * kR;
   const int k_vecs = k / 8;
-  float acc[kRowsPerWarp][kM];
+  float acc[kR][kM];
 #pragma unroll
-  for (int r = 0; r < kRowsPerWarp; ++r) {
+  for (int r = 0; r < kR; ++r) {
 #pragma unroll
     for (int m = 0; m < kM; ++m) acc[r][m] = 0.f;
   }
-  for (int v0 = 0; v0 < k_vecs; v0 += 32 * kU) {
-    uint4 wv[kU][kRowsPerWarp], xv[kU][kM];
+  for (int vec = tid; vec < k_vecs; vec += kThreads) {
+    // Every load of this step before any multiply.
+    uint4 wv[kR], xv[kM];
 #pragma unroll
-    for (int u = 0; u < kU; ++u) {
-      const int vec = v0 + u * 32 + lane;
-#pragma unroll
-      for (int r = 0; r < kRowsPerWarp; ++r) {
-        wv[u][r] = vec < k_vecs && row0 + r < n
-                       ? __ldg(reinterpret_cast<const uint4*>(w + int64_t(row0 + r) * k) + vec)
-                       : make_uint4(0, 0, 0, 0);
-      }
-#pragma unroll
-      for (int m = 0; m < kM; ++m) {
-        xv[u][m] = vec < k_vecs && m < rows
-                       ? __ldg(reinterpret_cast<const uint4*>(x + int64_t(m) * k) + vec)
-                       : make_uint4(0, 0, 0, 0);
-      }
+    for (int r = 0; r < kR; ++r) {
+      wv[r] = row0 + r < n ? __ldg(reinterpret_cast<const uint4*>(w + int64_t(row0 + r) * k) + vec)
+                           : make_uint4(0, 0, 0, 0);
     }
-#pragma unroll
-    for (int u = 0; u < kU; ++u) {
-#pragma unroll
-      for (int r = 0; r < kRowsPerWarp; ++r) {
-#pragma unroll
-        for (int m = 0; m < kM; ++m) acc[r][m] += Dot8<T>(wv[u][r], xv[u][m]);
-      }
-    }
-  }
-#pragma unroll
-  for (int r = 0; r < kRowsPerWarp; ++r) {
 #pragma unroll
     for (int m = 0; m < kM; ++m) {
+      xv[m] = m < rows ? LoadX<T, kSiluMul>(x, m, k, vec) : make_uint4(0, 0, 0, 0);
+    }
 #pragma unroll
-      for (int offset = 16; offset > 0; offset >>= 1) {
-        acc[r][m] += __shfl_xor_sync(0xffffffffu, acc[r][m], offset);
-      }
+    for (int r = 0; r < kR; ++r) {
+#pragma unroll
+      for (int m = 0; m < kM; ++m) acc[r][m] += Dot8<T>(wv[r], xv[m]);
     }
   }
-  // Every lane holds every sum; lane r·kM + m writes (row0 + r, m).
+  // Sum over the warp's lanes, then over the CTA's warps.
 #pragma unroll
-  for (int r = 0; r < kRowsPerWarp; ++r) {
+  for (int r = 0; r < kR; ++r) {
 #pragma unroll
     for (int m = 0; m < kM; ++m) {
-      if (lane == r * kM + m && m < rows && row0 + r < n) {
-        const float b = bias != nullptr ? ToFloat(bias[row0 + r]) : 0.f;
-        out[int64_t(m) * n + row0 + r] = FromFloat<TOut>(acc[r][m] + b);
-      }
+      float v = acc[r][m];
+#pragma unroll
+      for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
+      if (lane == 0) partial[warp][r * kM + m] = v;
+    }
+  }
+  __syncthreads();
+  if (tid < kR * kM) {
+    const int r = tid / kM, m = tid % kM;
+    if (m < rows && row0 + r < n) {
+      float sum = 0.f;
+#pragma unroll
+      for (int i = 0; i < kWarps; ++i) sum += partial[i][tid];
+      const float b = bias != nullptr ? ToFloat(bias[row0 + r]) : 0.f;
+      out[int64_t(m) * n + row0 + r] = FromFloat<TOut>(sum + b);
     }
   }
 }
 
 bool Aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
-template <typename T, typename TOut>
+template <typename T, typename TOut, int kM, bool kSiluMul>
+void LaunchRows(const T* x, const T* w, const TOut* bias, int rows, int n, int k, TOut* out,
+                cudaStream_t stream) {
+  const unsigned ctas = static_cast<unsigned>((n + kRowsPerCta<kM> - 1) / kRowsPerCta<kM>);
+  GemvKernel<T, TOut, kM, kSiluMul><<<ctas, kThreads, 0, stream>>>(x, w, bias, rows, n, k, out);
+}
+
+template <typename T, typename TOut, bool kSiluMul>
 absl::Status Launch(Tensor x, Tensor weight, Tensor bias, Tensor out, cudaStream_t stream) {
-  const int rows = static_cast<int>(x.dim(0)), k = static_cast<int>(x.dim(1));
+  const int rows = static_cast<int>(x.dim(0)), k = static_cast<int>(weight.dim(1));
   const int n = static_cast<int>(weight.dim(0));
-  const unsigned ctas = static_cast<unsigned>((n + kWarps * kRowsPerWarp - 1) / (kWarps * kRowsPerWarp));
   const T* xp = x.as<const T>();
   const T* wp = weight.as<const T>();
   const TOut* bp = bias.empty() ? nullptr : bias.as<const TOut>();
   TOut* op = out.as<TOut>();
   if (rows <= 1) {
-    GemvKernel<T, TOut, 1><<<ctas, kThreads, 0, stream>>>(xp, wp, bp, rows, n, k, op);
+    LaunchRows<T, TOut, 1, kSiluMul>(xp, wp, bp, rows, n, k, op, stream);
   } else if (rows <= 2) {
-    GemvKernel<T, TOut, 2><<<ctas, kThreads, 0, stream>>>(xp, wp, bp, rows, n, k, op);
+    LaunchRows<T, TOut, 2, kSiluMul>(xp, wp, bp, rows, n, k, op, stream);
   } else if (rows <= 4) {
-    GemvKernel<T, TOut, 4><<<ctas, kThreads, 0, stream>>>(xp, wp, bp, rows, n, k, op);
+    LaunchRows<T, TOut, 4, kSiluMul>(xp, wp, bp, rows, n, k, op, stream);
   } else {
-    GemvKernel<T, TOut, 8><<<ctas, kThreads, 0, stream>>>(xp, wp, bp, rows, n, k, op);
+    LaunchRows<T, TOut, 8, kSiluMul>(xp, wp, bp, rows, n, k, op, stream);
   }
   RETURN_IF_LAUNCH_ERROR();
   return absl::OkStatus();
@@ -135,19 +165,41 @@ bool GemvSmallMServes(Tensor x, Tensor weight, Tensor bias, Tensor out) {
          (bias.empty() || bias.dtype == out.dtype);
 }
 
-absl::Status LaunchGemvSmallM(Tensor x, Tensor weight, Tensor bias, Tensor out,
-                              cudaStream_t stream) {
+bool GemvSiluMulServes(Tensor gate_up, Tensor weight, Tensor bias, Tensor out) {
+  if (gate_up.rank != 2 || weight.rank != 2 || gate_up.dim(1) != 2 * weight.dim(1)) return false;
+  // The activation's shape: what the plain kernel would be handed after SiluMul.
+  const Tensor act(gate_up.data, gate_up.dtype, {gate_up.dim(0), weight.dim(1)});
+  return GemvSmallMServes(act, weight, bias, out);
+}
+
+namespace {
+
+template <bool kSiluMul>
+absl::Status LaunchForDType(Tensor x, Tensor weight, Tensor bias, Tensor out,
+                            cudaStream_t stream) {
   if (x.dim(0) == 0 || weight.dim(0) == 0) return absl::OkStatus();
   const bool f32_out = out.dtype == DType::kFloat32;
   if (x.dtype == DType::kBFloat16) {
-    return f32_out ? Launch<__nv_bfloat16, float>(x, weight, bias, out, stream)
-                   : Launch<__nv_bfloat16, __nv_bfloat16>(x, weight, bias, out, stream);
+    return f32_out ? Launch<__nv_bfloat16, float, kSiluMul>(x, weight, bias, out, stream)
+                   : Launch<__nv_bfloat16, __nv_bfloat16, kSiluMul>(x, weight, bias, out, stream);
   }
   if (x.dtype == DType::kFloat16) {
-    return f32_out ? Launch<__half, float>(x, weight, bias, out, stream)
-                   : Launch<__half, __half>(x, weight, bias, out, stream);
+    return f32_out ? Launch<__half, float, kSiluMul>(x, weight, bias, out, stream)
+                   : Launch<__half, __half, kSiluMul>(x, weight, bias, out, stream);
   }
   return absl::InvalidArgumentError(absl::StrCat("GemvSmallM: unsupported dtype ", DTypeName(x.dtype)));
+}
+
+}  // namespace
+
+absl::Status LaunchGemvSmallM(Tensor x, Tensor weight, Tensor bias, Tensor out,
+                              cudaStream_t stream) {
+  return LaunchForDType<false>(x, weight, bias, out, stream);
+}
+
+absl::Status LaunchGemvSiluMul(Tensor gate_up, Tensor weight, Tensor bias, Tensor out,
+                               cudaStream_t stream) {
+  return LaunchForDType<true>(gate_up, weight, bias, out, stream);
 }
 
 }  // namespace kvserve::cuda

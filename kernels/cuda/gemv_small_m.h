@@ -5,11 +5,15 @@
 // At M = 1..8 a GEMM is a matrix-vector product: the weight is the whole
 // cost, and cuBLASLt's tile kernels leave most SMs idle on the narrow QKV
 // and O projections (50% and 38% of the bandwidth on the first H100 run).
-// Here each warp owns kRowsPerWarp rows of W and walks K in chunks of 256
-// elements (32 lanes × 8), loading its rows' vectors and the matching
-// vectors of every x row before any multiply; float32 accumulators are
-// reduced across the warp at the end. The x rows are re-read by every warp,
-// from L1/L2: they are tiny.
+// Here a CTA of 256 threads owns 8 rows of W (4 at M > 4) and splits K over
+// its threads: each thread loads its 16-byte vectors of every row and of
+// every x row before any multiply, and the float32 partial sums are reduced
+// over the warp, then over the CTA. The x rows are re-read by every CTA,
+// from L2: they are tiny.
+//
+// The down projection's variant takes the MLP's gate_up = [gate | up] and
+// computes silu(gate) · up as it loads x (rounded to the dtype as SiluMul
+// would store it): one launch and one pass fewer per layer.
 //
 // It competes with cuBLASLt's candidates when CublasLtGemm tunes a decode
 // bucket on the GPU (and is checked against them there first); it is never
@@ -34,5 +38,13 @@ bool GemvSmallMServes(Tensor x, Tensor weight, Tensor bias, Tensor out);
 /// Enqueues the product (GemvSmallMServes must hold).
 absl::Status LaunchGemvSmallM(Tensor x, Tensor weight, Tensor bias, Tensor out,
                               cudaStream_t stream);
+
+/// Whether the fused variant serves silu(gate) · up · Wᵀ for gate_up [M, 2K]
+/// ([gate | up] per row) and W [N, K]: GemvSmallMServes of the activation.
+bool GemvSiluMulServes(Tensor gate_up, Tensor weight, Tensor bias, Tensor out);
+
+/// Enqueues out = (silu(gate) · up) · Wᵀ (+ bias) (GemvSiluMulServes must hold).
+absl::Status LaunchGemvSiluMul(Tensor gate_up, Tensor weight, Tensor bias, Tensor out,
+                               cudaStream_t stream);
 
 }  // namespace kvserve::cuda

@@ -40,6 +40,7 @@ absl::Status SelfCheckFlashDecode(const SelfCheckDevice& device, DType dtype,
 absl::Status SelfCheckPrefillMma(const SelfCheckDevice& device, DType dtype,
                                  const AttentionShape& shape, int block_size);
 absl::Status SelfCheckRmsNorm(const SelfCheckDevice& device, DType dtype, int hidden_size);
+absl::Status SelfCheckGemvSiluMul(const SelfCheckDevice& device, DType dtype);
 absl::Status SelfCheckRopeKvWrite(const SelfCheckDevice& device, DType dtype,
                                   const AttentionShape& shape, int block_size);
 
