@@ -5,12 +5,15 @@
 // 1e-2, float16 5e-3), no NaN anywhere. Bad ids come back from the next
 // synchronization as the CPU backend's OutOfRange error, and the backend
 // keeps working afterwards.
+#include <cmath>
 #include <random>
 
 #include "gtest/gtest.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cuda/device_info.h"
+#include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/gemv_small_m.h"
+#include "kernels/cuda/rmsnorm.cuh"
 #include "kernels/quant/dequantize.h"
 #include "tests/cuda_test_util.h"
 #include "tests/quant_test_util.h"
@@ -226,6 +229,40 @@ TEST_P(CudaOpsTest, SmallMGemvMatchesTheCpu) {
   EXPECT_FALSE(cuda::GemvSmallMServes(x9, w, Tensor(), out9));
   DeviceTensor x12(*gpu_, dtype(), {1, 12}), w12(*gpu_, dtype(), {8, 12}), out1(*gpu_, dtype(), {1, 8});
   EXPECT_FALSE(cuda::GemvSmallMServes(x12, w12, Tensor(), out1));
+}
+
+// The GEMV is launched to overlap the kernel before it (pdl.cuh): it may
+// load weights early but must read x only once that kernel has finished.
+// Here x starts as NaN and is written by a one-pass RMSNorm queued behind a
+// 200 µs spin; a GEMV reading x before the norm's writes were visible would
+// give NaN or the wrong rows.
+TEST_P(CudaOpsTest, SmallMGemvWaitsForTheKernelBeforeIt) {
+  if (dtype() == DType::kFloat32) return;  // the GEMV takes bf16/f16 only
+  const int64_t rows = 3, n = 1000, k = 2048;
+  std::vector<float> h = RandomValues(rng_, rows * k, dtype(), 2.f);
+  std::vector<float> norm_w = RandomValues(rng_, k, dtype());
+  std::vector<float> w = RandomValues(rng_, n * k, dtype(), 0.05f);
+  std::vector<float> normed(rows * k), want(rows * n);
+  ASSERT_TRUE(cpu_.RmsNorm(HostTensor(h, {rows, k}), HostTensor(norm_w, {k}), 1e-5f,
+                           HostTensor(normed, {rows, k}))
+                  .ok());
+  normed = RoundTo(dtype(), normed);
+  ASSERT_TRUE(cpu_.Linear(HostTensor(normed, {rows, k}), HostTensor(w, {n, k}), Tensor(),
+                          HostTensor(want, {rows, n}))
+                  .ok());
+  DeviceTensor d_h(*gpu_, dtype(), {rows, k}), d_norm_w(*gpu_, dtype(), {k});
+  DeviceTensor d_x(*gpu_, dtype(), {rows, k}), d_w(*gpu_, dtype(), {n, k});
+  DeviceTensor d_out(*gpu_, dtype(), {rows, n});
+  d_h.Set(h);
+  d_norm_w.Set(norm_w);
+  d_w.Set(w);
+  for (int round = 0; round < 5; ++round) {
+    d_x.Set(std::vector<float>(rows * k, std::nanf("")));
+    ASSERT_TRUE(cuda::LaunchSpin(200, gpu_->stream()).ok());
+    ASSERT_TRUE(cuda::LaunchRmsNormFast(Tensor(), d_h, d_norm_w, 1e-5f, d_x, gpu_->stream()).ok());
+    ASSERT_TRUE(cuda::LaunchGemvSmallM(d_x, d_w, Tensor(), d_out, gpu_->stream()).ok());
+    ExpectClose(d_out.Get(), want, "GEMV after RMSNorm");
+  }
 }
 
 // The down projection's fused variant: silu(gate) · up computed as x is

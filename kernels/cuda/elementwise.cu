@@ -9,6 +9,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/dtype_dispatch.cuh"
 #include "kernels/cuda/elementwise.h"
+#include "kernels/cuda/pdl.cuh"
 #include "kernels/cuda/type_convert.cuh"
 
 namespace kvserve::cuda {
@@ -25,6 +26,7 @@ __global__ void GatherRowsKernel(const W* __restrict__ src,       // [src_rows, 
                                  int64_t src_rows, int64_t words,
                                  W* __restrict__ out,              // [out_rows, words]
                                  DeviceErrorCode code, DeviceError* error) {
+  AllowDependents();  // the LM head's GEMV may start loading its weights (pdl.cuh)
   const int64_t row = blockIdx.x;
   const int32_t r = index[row];
   W* o = out + row * words;
@@ -91,6 +93,7 @@ template <typename T>
 __global__ void SiluMulVecKernel(const T* __restrict__ gate_up,  // [rows, 2 * inter]
                                  int rows, int inter_vecs,       // inter / kVec16<T>
                                  T* __restrict__ out) {          // [rows, inter]
+  AllowDependents();  // the down projection's GEMV may start loading its weights (pdl.cuh)
   constexpr int kVec = kVec16<T>;
   for (int r = blockIdx.y; r < rows; r += gridDim.y) {
     const T* g = gate_up + int64_t(r) * 2 * inter_vecs * kVec;

@@ -19,6 +19,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/flash_decode.h"
 #include "kernels/cuda/flash_decode_layout.h"
+#include "kernels/cuda/pdl.cuh"
 #include "kernels/cuda/type_convert.cuh"
 
 namespace kvserve::cuda::flash_decode {
@@ -73,6 +74,7 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kGroup>) FlashDecodeKe
   __shared__ float s_inv[kGroup];
   __shared__ int s_last;
 
+  AllowDependents();  // the O projection's GEMV may start loading its weights (pdl.cuh)
   const int split = blockIdx.x, b = blockIdx.z;
   const int kv_head = blockIdx.y / a.group_chunks;
   const int group = a.num_heads / a.num_kv_heads;

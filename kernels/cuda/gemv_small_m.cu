@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/pdl.cuh"
 #include "kernels/cuda/type_convert.cuh"
 
 namespace kvserve::cuda {
@@ -82,14 +83,25 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
     for (int m = 0; m < kM; ++m) acc[r][m] = 0.f;
   }
-  for (int vec = tid; vec < k_vecs; vec += kThreads) {
-    // Every load of this step before any multiply.
-    uint4 wv[kR], xv[kM];
+  uint4 wv[kR];
+  auto load_w = [&](int vec) {
 #pragma unroll
     for (int r = 0; r < kR; ++r) {
-      wv[r] = row0 + r < n ? __ldg(reinterpret_cast<const uint4*>(w + int64_t(row0 + r) * k) + vec)
-                           : make_uint4(0, 0, 0, 0);
+      wv[r] = row0 + r < n && vec < k_vecs
+                  ? __ldg(reinterpret_cast<const uint4*>(w + int64_t(row0 + r) * k) + vec)
+                  : make_uint4(0, 0, 0, 0);
     }
+  };
+  // The weights are constant for the whole step: the first vectors load
+  // before waiting for the kernel that writes x (pdl.cuh), which lets the
+  // next kernel queue behind this one as early.
+  load_w(tid);
+  AllowDependents();
+  WaitForPrimary();
+  for (int vec = tid; vec < k_vecs; vec += kThreads) {
+    // Every load of this step before any multiply.
+    if (vec != tid) load_w(vec);
+    uint4 xv[kM];
 #pragma unroll
     for (int m = 0; m < kM; ++m) {
       xv[m] = m < rows ? LoadX<T, kSiluMul>(x, m, k, vec) : make_uint4(0, 0, 0, 0);
@@ -127,10 +139,11 @@ __global__ void __launch_bounds__(kThreads, 2)
 bool Aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 template <typename T, typename TOut, int kM, bool kSiluMul>
-void LaunchRows(const T* x, const T* w, const TOut* bias, int rows, int n, int k, TOut* out,
-                cudaStream_t stream) {
+cudaError_t LaunchRows(const T* x, const T* w, const TOut* bias, int rows, int n, int k,
+                       TOut* out, cudaStream_t stream) {
   const unsigned ctas = static_cast<unsigned>((n + kRowsPerCta<kM> - 1) / kRowsPerCta<kM>);
-  GemvKernel<T, TOut, kM, kSiluMul><<<ctas, kThreads, 0, stream>>>(x, w, bias, rows, n, k, out);
+  return LaunchDependent(GemvKernel<T, TOut, kM, kSiluMul>, dim3(ctas), dim3(kThreads), 0, stream, x, w,
+                  bias, rows, n, k, out);
 }
 
 template <typename T, typename TOut, bool kSiluMul>
@@ -141,15 +154,17 @@ absl::Status Launch(Tensor x, Tensor weight, Tensor bias, Tensor out, cudaStream
   const T* wp = weight.as<const T>();
   const TOut* bp = bias.empty() ? nullptr : bias.as<const TOut>();
   TOut* op = out.as<TOut>();
+  cudaError_t err;
   if (rows <= 1) {
-    LaunchRows<T, TOut, 1, kSiluMul>(xp, wp, bp, rows, n, k, op, stream);
+    err = LaunchRows<T, TOut, 1, kSiluMul>(xp, wp, bp, rows, n, k, op, stream);
   } else if (rows <= 2) {
-    LaunchRows<T, TOut, 2, kSiluMul>(xp, wp, bp, rows, n, k, op, stream);
+    err = LaunchRows<T, TOut, 2, kSiluMul>(xp, wp, bp, rows, n, k, op, stream);
   } else if (rows <= 4) {
-    LaunchRows<T, TOut, 4, kSiluMul>(xp, wp, bp, rows, n, k, op, stream);
+    err = LaunchRows<T, TOut, 4, kSiluMul>(xp, wp, bp, rows, n, k, op, stream);
   } else {
-    LaunchRows<T, TOut, 8, kSiluMul>(xp, wp, bp, rows, n, k, op, stream);
+    err = LaunchRows<T, TOut, 8, kSiluMul>(xp, wp, bp, rows, n, k, op, stream);
   }
+  RETURN_IF_CUDA_ERROR(err);
   RETURN_IF_LAUNCH_ERROR();
   return absl::OkStatus();
 }

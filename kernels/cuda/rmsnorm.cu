@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/rmsnorm.cuh"
+#include "kernels/cuda/pdl.cuh"
 #include "kernels/cuda/type_convert.cuh"
 
 namespace kvserve::cuda {
@@ -102,6 +103,7 @@ __global__ void __launch_bounds__(kMaxFastThreads)
                      float eps, int n,
                      T* __restrict__ out) {         // [rows, n]
   constexpr int kVec = kVec16<T>;
+  AllowDependents();  // the next GEMV may start loading its weights (pdl.cuh)
   const int64_t base = int64_t(blockIdx.x) * n;
   float v[kVecs][kVec], r[kVecs][kVec], w[kVecs][kVec];
 #pragma unroll
