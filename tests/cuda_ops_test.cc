@@ -12,6 +12,7 @@
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cuda/device_info.h"
 #include "kernels/cuda/elementwise.h"
+#include "kernels/cuda/gemm_skinny_mma.h"
 #include "kernels/cuda/gemv_small_m.h"
 #include "kernels/cuda/rmsnorm.cuh"
 #include "kernels/quant/dequantize.h"
@@ -229,6 +230,67 @@ TEST_P(CudaOpsTest, SmallMGemvMatchesTheCpu) {
   EXPECT_FALSE(cuda::GemvSmallMServes(x9, w, Tensor(), out9));
   DeviceTensor x12(*gpu_, dtype(), {1, 12}), w12(*gpu_, dtype(), {8, 12}), out1(*gpu_, dtype(), {1, 8});
   EXPECT_FALSE(cuda::GemvSmallMServes(x12, w12, Tensor(), out1));
+}
+
+// The skinny tensor-core kernel GEMM tuning may pick for 9-64 rows, against
+// the CPU: every row count of each tile width it launches (ragged ones
+// included), both CTA heights, with and without bias, both output dtypes,
+// and W heights that leave a CTA's last rows empty.
+TEST_P(CudaOpsTest, SkinnyMmaMatchesTheCpu) {
+  if (dtype() == DType::kFloat32) {  // bf16/f16 only
+    DeviceTensor x(*gpu_, dtype(), {16, 64}), w(*gpu_, dtype(), {8, 64}), out(*gpu_, dtype(), {16, 8});
+    EXPECT_FALSE(cuda::SkinnyMmaServes(x, w, Tensor(), out, 16));
+    return;
+  }
+  struct Shape {
+    int64_t n, k;
+  };
+  for (const Shape& s : {Shape{16, 32}, Shape{77, 2048}, Shape{300, 544}, Shape{64, 8192}}) {
+    for (int64_t rows : {1, 8, 9, 13, 16, 17, 31, 32, 33, 50, 64}) {
+      for (int rows_per_cta : {16, 32}) {
+        if (rows_per_cta == 32 && rows > 32) continue;
+        for (bool with_bias : {false, true}) {
+          for (DType out_dtype : {dtype(), DType::kFloat32}) {
+            SCOPED_TRACE(::testing::Message()
+                         << "[" << rows << ", " << s.k << "] x [" << s.n << ", " << s.k
+                         << "]ᵀ, " << rows_per_cta << " rows per CTA, bias " << with_bias
+                         << ", out " << DTypeName(out_dtype));
+            std::vector<float> x = RandomValues(rng_, rows * s.k, dtype());
+            std::vector<float> w = RandomValues(rng_, s.n * s.k, dtype(), 0.05f);
+            std::vector<float> bias = RandomValues(rng_, s.n, out_dtype);
+            std::vector<float> want(rows * s.n);
+            ASSERT_TRUE(cpu_.Linear(HostTensor(x, {rows, s.k}), HostTensor(w, {s.n, s.k}),
+                                    Tensor(), HostTensor(want, {rows, s.n}))
+                            .ok());
+            if (with_bias) {
+              for (int64_t r = 0; r < rows; ++r) {
+                for (int64_t c = 0; c < s.n; ++c) want[r * s.n + c] += bias[c];
+              }
+            }
+            DeviceTensor d_x(*gpu_, dtype(), {rows, s.k}), d_w(*gpu_, dtype(), {s.n, s.k});
+            DeviceTensor d_b(*gpu_, out_dtype, {s.n}), d_out(*gpu_, out_dtype, {rows, s.n});
+            d_x.Set(x);
+            d_w.Set(w);
+            d_b.Set(bias);
+            d_out.Set(std::vector<float>(rows * s.n, std::nanf("")));  // every output written
+            const Tensor b = with_bias ? d_b.tensor() : Tensor();
+            ASSERT_TRUE(cuda::SkinnyMmaServes(d_x, d_w, b, d_out, rows_per_cta));
+            ASSERT_TRUE(
+                cuda::LaunchSkinnyMma(d_x, d_w, b, d_out, rows_per_cta, gpu_->stream()).ok());
+            ExpectClose(d_out.Get(), want, "SkinnyMma");
+          }
+        }
+      }
+    }
+  }
+  // What it refuses: 65 rows (33 at 32 rows per CTA), K not a multiple of 32.
+  DeviceTensor x65(*gpu_, dtype(), {65, 64}), w(*gpu_, dtype(), {8, 64}), out65(*gpu_, dtype(), {65, 8});
+  EXPECT_FALSE(cuda::SkinnyMmaServes(x65, w, Tensor(), out65, 16));
+  DeviceTensor x33(*gpu_, dtype(), {33, 64}), out33(*gpu_, dtype(), {33, 8});
+  EXPECT_FALSE(cuda::SkinnyMmaServes(x33, w, Tensor(), out33, 32));
+  EXPECT_TRUE(cuda::SkinnyMmaServes(x33, w, Tensor(), out33, 16));
+  DeviceTensor x48(*gpu_, dtype(), {16, 48}), w48(*gpu_, dtype(), {8, 48}), out16(*gpu_, dtype(), {16, 8});
+  EXPECT_FALSE(cuda::SkinnyMmaServes(x48, w48, Tensor(), out16, 16));
 }
 
 // The GEMV is launched to overlap the kernel before it (pdl.cuh): it may

@@ -10,6 +10,7 @@
 #include "base/status_macros.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/elementwise.h"
+#include "kernels/cuda/gemm_skinny_mma.h"
 #include "kernels/cuda/gemv_small_m.h"
 
 namespace kvserve::cuda {
@@ -27,6 +28,7 @@ struct CublasLtGemm::Plan {
   uint64_t last_use = 0;
   bool tuned = false;  // candidates timed and sorted (Tune)
   bool gemv = false;   // the small-M kernel beat every candidate (Tune): it runs this bucket
+  int skinny = 0;      // else 16 or 32: the skinny MMA kernel with that many W rows per CTA did
   static constexpr int8_t kUnknown = -1, kNone = -2;
 
   ~Plan() {
@@ -66,10 +68,12 @@ CublasLtGemm::CublasLtGemm(cudaStream_t stream) : stream_(stream) {}
 
 absl::StatusOr<std::unique_ptr<CublasLtGemm>> CublasLtGemm::Create(cudaStream_t stream,
                                                                    size_t workspace_bytes,
-                                                                   bool tune, bool allow_gemv) {
+                                                                   bool tune, bool allow_gemv,
+                                                                   bool allow_skinny) {
   std::unique_ptr<CublasLtGemm> g(new CublasLtGemm(stream));
   g->tune_ = tune;
   g->gemv_allowed_ = allow_gemv;
+  g->skinny_allowed_ = allow_skinny;
   RETURN_IF_CUBLAS_ERROR(cublasLtCreate(&g->handle_));
   RETURN_IF_CUBLAS_ERROR(cublasCreate(&g->fallback_));
   RETURN_IF_CUBLAS_ERROR(cublasSetStream(g->fallback_, stream));
@@ -343,12 +347,17 @@ absl::Status CublasLtGemm::Tune(Plan& plan, const std::vector<const LinearLimits
   plan.algos = std::move(sorted);
   // Checks made against the old order (a Linear before Warmup) index it: redo them.
   std::fill(plan.choice.begin(), plan.choice.end(), Plan::kUnknown);
-  // The small-M kernel competes at decode sizes, once it has computed what
-  // the best candidate computes.
+  // The small-M kernel (M ≤ 8) and the skinny MMA kernel (9-64) compete at
+  // decode sizes, once they have computed what the best candidate computes.
   const LinearLimits& first = *weights.front();
   const Tensor xt(x, first.weight.dtype, {rows, first.weight.dim(1)});
   const Tensor bias = plan.fused_bias ? first.bias : Tensor();
   Tensor out_ref(out, first.out_dtype, {rows, first.weight.dim(0)});
+  float best_us = times.front().first;
+  if (rows > kGemvMaxRows && rows <= kSkinnyMaxRows && skinny_allowed_) {
+    if (run(plan.algos.front(), 0) != CUBLAS_STATUS_SUCCESS) return absl::OkStatus();
+    return TuneSkinny(plan, weights, x, out_ref, rows, &best_us);
+  }
   if (rows > kGemvMaxRows || !gemv_allowed_ ||
       !GemvSmallMServes(xt, first.weight, bias, out_ref)) {
     return absl::OkStatus();
@@ -376,12 +385,56 @@ absl::Status CublasLtGemm::Tune(Plan& plan, const std::vector<const LinearLimits
   float ms = 0;
   RETURN_IF_CUDA_ERROR(cudaEventElapsedTime(&ms, start.get(), stop.get()));
   const float gemv_us = ms * 1000.f / calls;
-  if (gemv_us < times.front().first) {
+  if (gemv_us < best_us) {
     plan.gemv = true;
     ++tuning_.plans_gemv;
-    tuning_.tuned_us -= times.front().first - gemv_us;
+    tuning_.tuned_us -= best_us - gemv_us;
   }
   KV_LOG(DEBUG) << "  small-M GEMV: " << gemv_us << " us" << (plan.gemv ? " (chosen)" : "");
+  return absl::OkStatus();
+}
+
+absl::Status CublasLtGemm::TuneSkinny(Plan& plan, const std::vector<const LinearLimits*>& weights,
+                                      void* x, Tensor out_ref, int64_t rows, float* best_us) {
+  const LinearLimits& first = *weights.front();
+  const Tensor xt(x, first.weight.dtype, {rows, first.weight.dim(1)});
+  const Tensor bias = plan.fused_bias ? first.bias : Tensor();
+  Tensor out_fast(static_cast<char*>(out_ref.data) + out_ref.bytes(), out_ref.dtype,
+                  {rows, first.weight.dim(0)});
+  const int calls = std::clamp<int>(static_cast<int>(weights.size()), 8, 64);
+  ASSIGN_OR_RETURN(CudaEvent start, CudaEvent::CreateTimed());
+  ASSIGN_OR_RETURN(CudaEvent stop, CudaEvent::CreateTimed());
+  for (int rows_per_cta : {16, 32}) {
+    if (!SkinnyMmaServes(xt, first.weight, bias, out_fast, rows_per_cta)) continue;
+    RETURN_IF_ERROR(LaunchSkinnyMma(xt, first.weight, bias, out_fast, rows_per_cta, stream_));
+    if (absl::Status agree = CompareOutputs(out_fast, out_ref); !agree.ok()) {
+      skinny_allowed_ = false;
+      fallbacks_.push_back("gemm_skinny_mma");
+      KV_LOG(ERROR) << "CUDA backend: the skinny MMA kernel disagrees with cuBLASLt on this GPU; "
+                    << "cuBLASLt serves every GEMM instead: " << agree.message();
+      plan.skinny = 0;
+      return absl::OkStatus();
+    }
+    RETURN_IF_ERROR(LaunchSpin(kHostEnqueueUs * calls, stream_));
+    RETURN_IF_CUDA_ERROR(cudaEventRecord(start.get(), stream_));
+    for (int i = 0; i < calls; ++i) {
+      const LinearLimits& l = *weights[static_cast<size_t>(i) % weights.size()];
+      RETURN_IF_ERROR(LaunchSkinnyMma(xt, l.weight, plan.fused_bias ? l.bias : Tensor(), out_fast,
+                                      rows_per_cta, stream_));
+    }
+    RETURN_IF_CUDA_ERROR(cudaEventRecord(stop.get(), stream_));
+    RETURN_IF_CUDA_ERROR(cudaEventSynchronize(stop.get()));
+    float ms = 0;
+    RETURN_IF_CUDA_ERROR(cudaEventElapsedTime(&ms, start.get(), stop.get()));
+    const float us = ms * 1000.f / calls;
+    KV_LOG(DEBUG) << "  skinny MMA, " << rows_per_cta << " rows per CTA: " << us << " us";
+    if (us < *best_us) {
+      if (plan.skinny == 0) ++tuning_.plans_skinny;
+      tuning_.tuned_us -= *best_us - us;
+      *best_us = us;
+      plan.skinny = rows_per_cta;
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -421,7 +474,8 @@ absl::Status CublasLtGemm::FillRandomRows(void* x, const std::vector<LinearLimit
     dtype = l.weight.dtype;
   }
   if (dtype != DType::kBFloat16 && dtype != DType::kFloat16) return absl::OkStatus();
-  const int64_t n = std::min<int64_t>(kGemvMaxRows * k_max, int64_t(capacity / DTypeSize(dtype)));
+  const int64_t n = std::min<int64_t>(std::max(kGemvMaxRows, kSkinnyMaxRows) * k_max,
+                                      int64_t(capacity / DTypeSize(dtype)));
   std::mt19937 rng(42);
   std::normal_distribution<float> normal(0.f, 1.f);
   std::vector<float> values(n);
@@ -455,8 +509,9 @@ absl::Status CublasLtGemm::Warmup(const std::vector<LinearLimits>& linears, int 
       ASSIGN_OR_RETURN(DeviceBufferPtr out,
                        CudaBuffer::Allocate(2 * std::max<size_t>(out_bytes, 256)));
       RETURN_IF_CUDA_ERROR(cudaMemsetAsync(x->data(), 0, x->size(), stream_));
-      // The first kGemvMaxRows rows random: the small-M kernel is compared
-      // with cuBLASLt on them (zeros would agree whatever the kernel does).
+      // The first kSkinnyMaxRows rows random: the small-M and skinny kernels
+      // are compared with cuBLASLt on them (zeros would agree whatever a
+      // kernel does).
       RETURN_IF_ERROR(FillRandomRows(x->data(), linears, x->size()));
       for (const auto& [shape, layers] : shapes) {
         const auto [n, k, in, out_dtype, fuse] = shape;
@@ -544,6 +599,14 @@ absl::Status CublasLtGemm::Linear(Tensor x, Tensor weight, Tensor bias, Tensor o
     return absl::OkStatus();
   }
   Plan& p = *c.plan;
+  if (p.skinny > 0) {
+    const Tensor fused = p.fused_bias ? bias : Tensor();
+    if (SkinnyMmaServes(x, weight, fused, out, p.skinny)) {
+      RETURN_IF_ERROR(LaunchSkinnyMma(x, weight, fused, out, p.skinny, stream_));
+      if (has_bias && !p.fused_bias) RETURN_IF_ERROR(LaunchAddBias(bias, out, stream_));
+      return absl::OkStatus();
+    }
+  }
   if (p.gemv && rows <= kGemvMaxRows) {
     const Tensor fused = p.fused_bias ? bias : Tensor();
     if (GemvSmallMServes(x, weight, fused, out)) {

@@ -55,11 +55,13 @@ class CublasLtGemm {
   /// `workspace_bytes` of device memory for split-K and friends (32 MiB is
   /// what NVIDIA recommends for Hopper).
   /// `tune`: time the candidates at Warmup; `allow_gemv`: let the small-M
-  /// kernel compete there.
+  /// kernel compete there (M ≤ 8); `allow_skinny`: the skinny tensor-core
+  /// kernel (9 ≤ M ≤ 64, gemm_skinny_mma.h).
   static absl::StatusOr<std::unique_ptr<CublasLtGemm>> Create(cudaStream_t stream,
                                                               size_t workspace_bytes,
                                                               bool tune = true,
-                                                              bool allow_gemv = true);
+                                                              bool allow_gemv = true,
+                                                              bool allow_skinny = true);
   ~CublasLtGemm();
   CublasLtGemm(const CublasLtGemm&) = delete;
   CublasLtGemm& operator=(const CublasLtGemm&) = delete;
@@ -97,6 +99,7 @@ class CublasLtGemm {
     int plans_timed = 0;
     int plans_reordered = 0;
     int plans_gemv = 0;       // decode buckets where the small-M kernel was fastest
+    int plans_skinny = 0;     // buckets of 9-64 rows where the skinny MMA kernel was
     double heuristic_us = 0;  // the heuristic's first choices, one call of each plan
     double tuned_us = 0;      // the fastest candidates
   };
@@ -131,6 +134,11 @@ class CublasLtGemm {
   /// Times the plan's candidates at its bucket's largest M over `weights`
   /// (and their biases), on scratch activations `x` / `out` large enough,
   /// and sorts them fastest first.
+  // Times the skinny MMA kernel (both CTA heights) on a tuned plan's bucket
+  // after checking it against cuBLASLt's output in `out_ref`; sets
+  // plan.skinny and lowers *best_us when one beats it.
+  absl::Status TuneSkinny(Plan& plan, const std::vector<const LinearLimits*>& weights, void* x,
+                          Tensor out_ref, int64_t rows, float* best_us);
   absl::Status Tune(Plan& plan, const std::vector<const LinearLimits*>& weights, void* x,
                     void* out);
   /// Fills the first kGemvMaxRows rows of the widest activation with normal values.
@@ -149,6 +157,7 @@ class CublasLtGemm {
   bool tune_ = true;
   TuningSummary tuning_;
   bool gemv_allowed_ = true;  // false once the small-M kernel disagreed with cuBLASLt
+  bool skinny_allowed_ = true;  // the same for the skinny MMA kernel
   std::vector<std::string> fallbacks_;
 };
 

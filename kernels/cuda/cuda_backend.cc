@@ -63,7 +63,8 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const CudaBacke
                    PinnedStaging::Create(b->stream_.get(), options.staging_slot_bytes, /*num_slots=*/2));
   ASSIGN_OR_RETURN(b->gemm_, CublasLtGemm::Create(b->stream_.get(), options.gemm_workspace_bytes,
                                                   options.tune_gemms,
-                                                  options.fast_kernels.gemv_small_m));
+                                                  options.fast_kernels.gemv_small_m,
+                                                  options.fast_kernels.gemm_skinny_mma));
   ASSIGN_OR_RETURN(b->error_device_, CudaBuffer::Allocate(sizeof(DeviceError)));
   ASSIGN_OR_RETURN(b->error_host_, PinnedBuffer::Allocate(sizeof(DeviceError)));
   std::memset(b->error_host_.data(), 0, sizeof(DeviceError));
@@ -198,7 +199,8 @@ absl::Status CudaBackend::Reserve(const StepLimits& limits) {
     KV_LOG(INFO) << "CUDA backend: timed the cuBLASLt candidates of " << tuning.plans_timed
                  << " GEMM plans; the fastest was not the heuristic's first in "
                  << tuning.plans_reordered << ", and the small-M kernel beat them all in "
-                 << tuning.plans_gemv << " (one call of each plan: "
+                 << tuning.plans_gemv << " and the skinny MMA kernel in " << tuning.plans_skinny
+                 << " (one call of each plan: "
                  << absl::StrFormat("%.1f", tuning.heuristic_us) << " us as ranked, "
                  << absl::StrFormat("%.1f", tuning.tuned_us) << " us tuned)";
   }

@@ -17,7 +17,8 @@ std::vector<std::pair<const char*, bool FastKernels::*>> Names() {
           {"rope_kv_write", &FastKernels::rope_kv_write},
           {"rmsnorm", &FastKernels::rmsnorm},
           {"gemv_small_m", &FastKernels::gemv_small_m},
-          {"gemv_silu_mul", &FastKernels::gemv_silu_mul}};
+          {"gemv_silu_mul", &FastKernels::gemv_silu_mul},
+          {"gemm_skinny_mma", &FastKernels::gemm_skinny_mma}};
 }
 
 }  // namespace

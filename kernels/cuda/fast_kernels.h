@@ -18,6 +18,7 @@ struct FastKernels {
   bool rmsnorm = true;        // one-pass RmsNorm / AddRmsNorm (rmsnorm.cuh)
   bool gemv_small_m = true;   // the small-M GEMV competing in GEMM tuning (gemv_small_m.h)
   bool gemv_silu_mul = true;  // its variant taking SiluMul's input (where the GEMV serves down)
+  bool gemm_skinny_mma = true;  // the 9-64-row tensor-core kernel competing in GEMM tuning
 
   static FastKernels All() { return FastKernels(); }
   static FastKernels None();
