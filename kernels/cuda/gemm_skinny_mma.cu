@@ -19,6 +19,11 @@ constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * 32;
 constexpr int kChunk = 32;  // K per warp step: 4 lanes × 8 elements of a row
 
+// Chunks a warp loads per step: as many as the registers allow (the loads
+// of one chunk alone leave a warp waiting a round trip per 32 elements).
+template <int kMTiles, int kNTiles>
+inline constexpr int kUnroll = kMTiles * kNTiles <= 2 ? 4 : kMTiles * kNTiles <= 4 ? 2 : 1;
+
 // Shared memory per warp: [rows of W][columns (x rows) + 4], the padding
 // spreading a fragment's 8 rows over different banks.
 template <int kMTiles, int kNTiles>
@@ -54,13 +59,22 @@ __global__ void __launch_bounds__(kThreads)
       w_rows[mt][h] = reinterpret_cast<const uint4*>(w + int64_t(w_ok[mt][h] ? r : 0) * k) + t;
     }
   }
-  uint4 wv[kMTiles][2];
-  auto load_w = [&](int chunk) {
+  // kU chunks per warp step, every load of the step before any mma: a warp
+  // has (2·kMTiles + kNTiles)·kU 16-byte loads in flight, not one chunk's.
+  constexpr int kU = kUnroll<kMTiles, kNTiles>;
+  uint4 wv[kU][kMTiles][2];
+  auto load_w = [&](int base) {
 #pragma unroll
-    for (int mt = 0; mt < kMTiles; ++mt) {
+    for (int u = 0; u < kU; ++u) {
+      const int chunk = base + u * kWarps;
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        wv[mt][h] = w_ok[mt][h] ? __ldg(w_rows[mt][h] + chunk * (kChunk / 8)) : make_uint4(0, 0, 0, 0);
+      for (int mt = 0; mt < kMTiles; ++mt) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          wv[u][mt][h] = w_ok[mt][h] && chunk < chunks
+                             ? __ldg(w_rows[mt][h] + chunk * (kChunk / 8))
+                             : make_uint4(0, 0, 0, 0);
+        }
       }
     }
   };
@@ -73,28 +87,37 @@ __global__ void __launch_bounds__(kThreads)
       for (int e = 0; e < 4; ++e) c[mt][nt][e] = 0.f;
     }
   }
-  // The weights are constant for the step: the first chunk loads before the
+  // The weights are constant for the step: the first step's load before the
   // wait for the kernel that writes x (pdl.cuh).
-  if (warp < chunks) load_w(warp);
+  load_w(warp);
   AllowDependents();
   WaitForPrimary();
-  for (int chunk = warp; chunk < chunks; chunk += kWarps) {
-    if (chunk != warp) load_w(chunk);
-    uint4 xv[kNTiles];
+  for (int base = warp; base < chunks; base += kWarps * kU) {
+    if (base != warp) load_w(base);
+    uint4 xv[kU][kNTiles];
 #pragma unroll
-    for (int nt = 0; nt < kNTiles; ++nt) {
-      const int m = 8 * nt + g;
-      xv[nt] = m < rows ? __ldg(reinterpret_cast<const uint4*>(x + int64_t(m) * k) + chunk * (kChunk / 8) + t)
-                        : make_uint4(0, 0, 0, 0);
-    }
-#pragma unroll
-    for (int mt = 0; mt < kMTiles; ++mt) {
-      const uint32_t a_lo[4] = {wv[mt][0].x, wv[mt][1].x, wv[mt][0].y, wv[mt][1].y};
-      const uint32_t a_hi[4] = {wv[mt][0].z, wv[mt][1].z, wv[mt][0].w, wv[mt][1].w};
+    for (int u = 0; u < kU; ++u) {
+      const int chunk = base + u * kWarps;
 #pragma unroll
       for (int nt = 0; nt < kNTiles; ++nt) {
-        mma::Mma16816<T>(c[mt][nt], a_lo, xv[nt].x, xv[nt].y);
-        mma::Mma16816<T>(c[mt][nt], a_hi, xv[nt].z, xv[nt].w);
+        const int m = 8 * nt + g;
+        xv[u][nt] = m < rows && chunk < chunks
+                        ? __ldg(reinterpret_cast<const uint4*>(x + int64_t(m) * k) +
+                                chunk * (kChunk / 8) + t)
+                        : make_uint4(0, 0, 0, 0);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+#pragma unroll
+      for (int mt = 0; mt < kMTiles; ++mt) {
+        const uint32_t a_lo[4] = {wv[u][mt][0].x, wv[u][mt][1].x, wv[u][mt][0].y, wv[u][mt][1].y};
+        const uint32_t a_hi[4] = {wv[u][mt][0].z, wv[u][mt][1].z, wv[u][mt][0].w, wv[u][mt][1].w};
+#pragma unroll
+        for (int nt = 0; nt < kNTiles; ++nt) {
+          mma::Mma16816<T>(c[mt][nt], a_lo, xv[u][nt].x, xv[u][nt].y);
+          mma::Mma16816<T>(c[mt][nt], a_hi, xv[u][nt].z, xv[u][nt].w);
+        }
       }
     }
   }
