@@ -27,6 +27,7 @@ __global__ void GatherRowsKernel(const W* __restrict__ src,       // [src_rows, 
                                  W* __restrict__ out,              // [out_rows, words]
                                  DeviceErrorCode code, DeviceError* error) {
   AllowDependents();  // the LM head's GEMV may start loading its weights (pdl.cuh)
+  WaitForPrimary();
   const int64_t row = blockIdx.x;
   const int32_t r = index[row];
   W* o = out + row * words;
@@ -50,9 +51,11 @@ absl::Status LaunchGather(Tensor src, Tensor index, Tensor out, DeviceErrorCode 
   const size_t row_bytes = static_cast<size_t>(src.row_elems()) * DTypeSize(src.dtype);
   auto launch = [&](auto word) {
     using W = decltype(word);
-    GatherRowsKernel<W><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
-        static_cast<const W*>(src.data), index.as<int32_t>(), src.dim(0),
-        static_cast<int64_t>(row_bytes / sizeof(W)), static_cast<W*>(out.data), code, error);
+    // An error of the launch is left for the caller's RETURN_IF_LAUNCH_ERROR.
+    LaunchDependent(GatherRowsKernel<W>, dim3(static_cast<unsigned>(rows)), dim3(kThreads), 0,
+                    stream, static_cast<const W*>(src.data), index.as<const int32_t>(),
+                    src.dim(0), static_cast<int64_t>(row_bytes / sizeof(W)),
+                    static_cast<W*>(out.data), code, error);
   };
   if (row_bytes % 16 == 0 && Aligned(src.data, 16) && Aligned(out.data, 16)) {
     launch(uint4{});
@@ -94,6 +97,7 @@ __global__ void SiluMulVecKernel(const T* __restrict__ gate_up,  // [rows, 2 * i
                                  int rows, int inter_vecs,       // inter / kVec16<T>
                                  T* __restrict__ out) {          // [rows, inter]
   AllowDependents();  // the down projection's GEMV may start loading its weights (pdl.cuh)
+  WaitForPrimary();
   constexpr int kVec = kVec16<T>;
   for (int r = blockIdx.y; r < rows; r += gridDim.y) {
     const T* g = gate_up + int64_t(r) * 2 * inter_vecs * kVec;
@@ -176,8 +180,10 @@ absl::Status LaunchSiluMul(Tensor gate_up, Tensor out, cudaStream_t stream) {
     constexpr int kVec = kVec16<T>;
     if (inter % kVec == 0 && Aligned(gate_up.data, 16) && Aligned(out.data, 16)) {
       const int64_t vecs = inter / kVec;
-      SiluMulVecKernel<T><<<RowGrid(rows, vecs), kThreads, 0, stream>>>(
-          gate_up.as<const T>(), static_cast<int>(rows), static_cast<int>(vecs), out.as<T>());
+      RETURN_IF_CUDA_ERROR(LaunchDependent(SiluMulVecKernel<T>, RowGrid(rows, vecs),
+                                           dim3(kThreads), 0, stream, gate_up.as<const T>(),
+                                           static_cast<int>(rows), static_cast<int>(vecs),
+                                           out.as<T>()));
     } else {
       SiluMulKernel<T><<<RowGrid(rows, inter), kThreads, 0, stream>>>(
           gate_up.as<const T>(), static_cast<int>(rows), static_cast<int>(inter), out.as<T>());

@@ -75,6 +75,7 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kGroup>) FlashDecodeKe
   __shared__ int s_last;
 
   AllowDependents();  // the O projection's GEMV may start loading its weights (pdl.cuh)
+  WaitForPrimary();   // everything below reads the step's inputs or writes
   const int split = blockIdx.x, b = blockIdx.z;
   const int kv_head = blockIdx.y / a.group_chunks;
   const int group = a.num_heads / a.num_kv_heads;
@@ -336,14 +337,15 @@ absl::Status Launch(const DecodeAttentionParams& p, const FlashDecodePlan& plan,
   a.scale_log2 = p.shape.scale * 1.4426950408889634f;
   a.error = error;
   const dim3 grid(plan.num_splits, p.shape.num_kv_heads * plan.group_chunks, p.num_seqs);
+  cudaError_t err;
   switch (plan.group_tile) {
-    case 1: FlashDecodeKernel<T, kHeadDim, kBlockSize, 1><<<grid, kThreads, 0, stream>>>(a); break;
-    case 4: FlashDecodeKernel<T, kHeadDim, kBlockSize, 4><<<grid, kThreads, 0, stream>>>(a); break;
-    case 8: FlashDecodeKernel<T, kHeadDim, kBlockSize, 8><<<grid, kThreads, 0, stream>>>(a); break;
+    case 1: err = LaunchDependent(FlashDecodeKernel<T, kHeadDim, kBlockSize, 1>, grid, dim3(kThreads), 0, stream, a); break;
+    case 4: err = LaunchDependent(FlashDecodeKernel<T, kHeadDim, kBlockSize, 4>, grid, dim3(kThreads), 0, stream, a); break;
+    case 8: err = LaunchDependent(FlashDecodeKernel<T, kHeadDim, kBlockSize, 8>, grid, dim3(kThreads), 0, stream, a); break;
     default:
       return absl::InternalError(absl::StrCat("FlashDecode: group tile ", plan.group_tile));
   }
-  RETURN_IF_LAUNCH_ERROR();
+  RETURN_IF_CUDA_ERROR(err);
   return absl::OkStatus();
 }
 

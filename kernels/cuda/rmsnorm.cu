@@ -103,15 +103,22 @@ __global__ void __launch_bounds__(kMaxFastThreads)
                      float eps, int n,
                      T* __restrict__ out) {         // [rows, n]
   constexpr int kVec = kVec16<T>;
-  AllowDependents();  // the next GEMV may start loading its weights (pdl.cuh)
   const int64_t base = int64_t(blockIdx.x) * n;
   float v[kVecs][kVec], r[kVecs][kVec], w[kVecs][kVec];
+  // The norm's weight is constant for the step: loaded before waiting for
+  // the kernel that writes x (pdl.cuh); the next kernel may start launching.
+#pragma unroll
+  for (int i = 0; i < kVecs; ++i) {
+    const int col = (threadIdx.x + i * blockDim.x) * kVec;
+    if (col < n) LoadVec16(weight + col, w[i]);
+  }
+  AllowDependents();
+  WaitForPrimary();
 #pragma unroll
   for (int i = 0; i < kVecs; ++i) {
     const int col = (threadIdx.x + i * blockDim.x) * kVec;
     if (col < n) {
       LoadVec16(x + base + col, v[i]);
-      LoadVec16(weight + col, w[i]);
       if constexpr (kResidual) LoadVec16(residual + base + col, r[i]);
     }
   }
@@ -158,12 +165,15 @@ bool LaunchFast(Tensor residual, Tensor x, Tensor weight, float eps, Tensor out,
   const int threads = ((vectors + per_thread - 1) / per_thread + 31) / 32 * 32;
   auto launch = [&](auto vecs) {
     constexpr int kVecs = decltype(vecs)::value;
+    // An error of the launch is left for the caller's RETURN_IF_LAUNCH_ERROR.
     if (residual.empty()) {
-      RmsNormRowKernel<T, false, kVecs><<<rows, threads, 0, stream>>>(
-          nullptr, x.as<T>(), weight.as<T>(), eps, n, out.as<T>());
+      LaunchDependent(RmsNormRowKernel<T, false, kVecs>, dim3(rows), dim3(threads), 0, stream,
+                      static_cast<T*>(nullptr), x.as<const T>(), weight.as<const T>(), eps, n,
+                      out.as<T>());
     } else {
-      RmsNormRowKernel<T, true, kVecs><<<rows, threads, 0, stream>>>(
-          residual.as<T>(), x.as<T>(), weight.as<T>(), eps, n, out.as<T>());
+      LaunchDependent(RmsNormRowKernel<T, true, kVecs>, dim3(rows), dim3(threads), 0, stream,
+                      residual.as<T>(), x.as<const T>(), weight.as<const T>(), eps, n,
+                      out.as<T>());
     }
   };
   switch (per_thread) {

@@ -2,6 +2,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/dtype_dispatch.cuh"
 #include "kernels/cuda/kv_cache_write.h"
+#include "kernels/cuda/pdl.cuh"
 #include "kernels/cuda/rope_split.h"
 #include "kernels/cuda/type_convert.cuh"
 
@@ -73,6 +74,8 @@ __global__ void __launch_bounds__(kThreads)
                            T* __restrict__ k_cache,                // [num_slots, Hkv, D]
                            T* __restrict__ v_cache,                // [num_slots, Hkv, D]
                            DeviceError* error) {
+  AllowDependents();
+  WaitForPrimary();  // everything below reads the step's inputs or writes (pdl.cuh)
   const int64_t t = blockIdx.x;
   const int half = dim / 2;
   const int i = blockIdx.y * kThreads + threadIdx.x;
@@ -149,13 +152,13 @@ absl::Status LaunchRopeSplitKvWrite(const RopeSplitParams& p, DeviceError* error
   const int64_t num_slots = cached ? p.cache.k.dim(0) * p.cache.block_size : 0;
   return DispatchFloat(p.qkv.dtype, "RopeSplitQkv", [&](auto tag) -> absl::Status {
     using T = decltype(tag);
-    RopeSplitKvWriteKernel<T><<<grid, kThreads, 0, stream>>>(
-        p.qkv.as<const T>(), p.positions.as<const int32_t>(), p.cos_sin.as<const float>(),
-        p.cos_sin.dim(0), p.shape.num_heads, p.shape.num_kv_heads, p.shape.head_dim,
-        p.q_out.as<T>(), p.k_out.as<T>(), p.v_out.as<T>(),
-        cached ? p.slot_mapping.as<const int32_t>() : nullptr, num_slots,
-        cached ? p.cache.k.as<T>() : nullptr, cached ? p.cache.v.as<T>() : nullptr, error);
-    RETURN_IF_LAUNCH_ERROR();
+    RETURN_IF_CUDA_ERROR(LaunchDependent(
+        RopeSplitKvWriteKernel<T>, grid, dim3(kThreads), 0, stream, p.qkv.as<const T>(),
+        p.positions.as<const int32_t>(), p.cos_sin.as<const float>(), p.cos_sin.dim(0),
+        p.shape.num_heads, p.shape.num_kv_heads, p.shape.head_dim, p.q_out.as<T>(),
+        p.k_out.as<T>(), p.v_out.as<T>(), cached ? p.slot_mapping.as<const int32_t>() : nullptr,
+        num_slots, cached ? p.cache.k.as<T>() : nullptr, cached ? p.cache.v.as<T>() : nullptr,
+        error));
     return absl::OkStatus();
   });
 }
