@@ -147,6 +147,18 @@ class Backend {
     return absl::UnimplementedError(name() + " backend multiplies by one weight tensor, got " +
                                     std::to_string(parts.size()) + " parts");
   }
+  /// A block's pre-norm and the projection it feeds: residual += delta
+  /// (delta empty: no add), normed = RmsNorm(residual) · norm_weight, out =
+  /// LinearParts(normed, parts, bias). A backend may fuse them and leave
+  /// `normed` (scratch [T, hidden]) unwritten; the results are the same.
+  virtual absl::Status AddRmsNormLinear(Tensor residual, Tensor delta, Tensor norm_weight,
+                                        float eps, Tensor normed, const std::vector<Tensor>& parts,
+                                        Tensor bias, Tensor out) {
+    absl::Status s = delta.empty() ? RmsNorm(residual, norm_weight, eps, normed)
+                                   : AddRmsNorm(residual, delta, norm_weight, eps, normed);
+    if (!s.ok()) return s;
+    return LinearParts(normed, parts, bias, out);
+  }
   virtual absl::Status RopeSplitQkv(const RopeSplitParams& params) = 0;
   /// out = silu(gate) * up, where gate_up: [T, 2I] holds gate | up per row, out: [T, I].
   virtual absl::Status SiluMul(Tensor gate_up, Tensor out) = 0;

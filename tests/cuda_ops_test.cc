@@ -293,6 +293,91 @@ TEST_P(CudaOpsTest, SkinnyMmaMatchesTheCpu) {
   EXPECT_FALSE(cuda::SkinnyMmaServes(x48, w48, Tensor(), out16, 16));
 }
 
+// The pre-norm variant of the GEMV: residual (+= delta) and RMSNorm
+// computed by every CTA, the residual written back by the last, against the
+// CPU's AddRmsNorm (or RmsNorm) then Linear; twice in a row, so that a
+// counter left non-zero by the first launch shows in the second.
+TEST_P(CudaOpsTest, RmsNormGemvMatchesTheCpu) {
+  if (dtype() == DType::kFloat32) return;  // bf16/f16 only, as the plain GEMV
+  const float eps = 1e-5f;
+  for (int64_t k : {64, 2048, 4096}) {
+    for (int64_t rows = 1; rows <= cuda::kGemvRmsNormMaxRows; ++rows) {
+      if (rows * k > cuda::kGemvRmsNormMaxElems) continue;
+      for (bool add : {false, true}) {
+        const int64_t n = 300;
+        SCOPED_TRACE(::testing::Message() << (add ? "add + " : "") << "RMSNorm of [" << rows << ", "
+                                          << k << "] x [" << n << ", " << k << "]ᵀ");
+        std::vector<float> residual = RandomValues(rng_, rows * k, dtype(), 3.f);
+        std::vector<float> delta = RandomValues(rng_, rows * k, dtype());
+        std::vector<float> norm_w = RandomValues(rng_, k, dtype());
+        std::vector<float> w = RandomValues(rng_, n * k, dtype(), 0.05f);
+        std::vector<float> want_residual = residual, normed(rows * k), want(rows * n);
+        if (add) {
+          ASSERT_TRUE(cpu_.AddRmsNorm(HostTensor(want_residual, {rows, k}), HostTensor(delta, {rows, k}),
+                                      HostTensor(norm_w, {k}), eps, HostTensor(normed, {rows, k}))
+                          .ok());
+          want_residual = RoundTo(dtype(), want_residual);
+        } else {
+          ASSERT_TRUE(cpu_.RmsNorm(HostTensor(residual, {rows, k}), HostTensor(norm_w, {k}), eps,
+                                   HostTensor(normed, {rows, k}))
+                          .ok());
+        }
+        normed = RoundTo(dtype(), normed);
+        ASSERT_TRUE(cpu_.Linear(HostTensor(normed, {rows, k}), HostTensor(w, {n, k}), Tensor(),
+                                HostTensor(want, {rows, n}))
+                        .ok());
+        DeviceTensor d_residual(*gpu_, dtype(), {rows, k}), d_delta(*gpu_, dtype(), {rows, k});
+        DeviceTensor d_norm_w(*gpu_, dtype(), {k}), d_w(*gpu_, dtype(), {n, k});
+        DeviceTensor d_out(*gpu_, dtype(), {rows, n});
+        DeviceTensor counter(*gpu_, DType::kInt32, {1});
+        counter.SetInts({0});
+        d_delta.Set(delta);
+        d_norm_w.Set(norm_w);
+        d_w.Set(w);
+        for (int round = 0; round < 2; ++round) {
+          d_residual.Set(residual);
+          d_out.Set(std::vector<float>(rows * n, std::nanf("")));
+          const Tensor d = add ? d_delta.tensor() : Tensor();
+          ASSERT_TRUE(cuda::GemvRmsNormServes(d_residual, d, d_norm_w, d_w, Tensor(), d_out));
+          ASSERT_TRUE(cuda::LaunchGemvRmsNorm(d_residual, d, d_norm_w, eps,
+                                              static_cast<int*>(counter.tensor().data), d_w,
+                                              Tensor(), d_out, gpu_->stream())
+                          .ok());
+          ExpectClose(d_out.Get(), want, "GemvRmsNorm");
+          ExpectClose(d_residual.Get(), add ? want_residual : residual, "residual");
+          EXPECT_EQ(counter.GetInts(), std::vector<int32_t>{0});
+        }
+      }
+    }
+  }
+  // Through the backend as the model calls it (fused or not, as tuning chose).
+  const int64_t rows = 2, k = 512, n = 96;
+  std::vector<float> residual = RandomValues(rng_, rows * k, dtype(), 3.f);
+  std::vector<float> delta = RandomValues(rng_, rows * k, dtype());
+  std::vector<float> norm_w = RandomValues(rng_, k, dtype());
+  std::vector<float> w = RandomValues(rng_, n * k, dtype(), 0.05f);
+  std::vector<float> want_residual = residual, normed(rows * k), want(rows * n);
+  ASSERT_TRUE(cpu_.AddRmsNorm(HostTensor(want_residual, {rows, k}), HostTensor(delta, {rows, k}),
+                              HostTensor(norm_w, {k}), eps, HostTensor(normed, {rows, k}))
+                  .ok());
+  normed = RoundTo(dtype(), normed);
+  ASSERT_TRUE(cpu_.Linear(HostTensor(normed, {rows, k}), HostTensor(w, {n, k}), Tensor(),
+                          HostTensor(want, {rows, n}))
+                  .ok());
+  DeviceTensor d_residual(*gpu_, dtype(), {rows, k}), d_delta(*gpu_, dtype(), {rows, k});
+  DeviceTensor d_norm_w(*gpu_, dtype(), {k}), d_normed(*gpu_, dtype(), {rows, k});
+  DeviceTensor d_w(*gpu_, dtype(), {n, k}), d_out(*gpu_, dtype(), {rows, n});
+  d_residual.Set(residual);
+  d_delta.Set(delta);
+  d_norm_w.Set(norm_w);
+  d_w.Set(w);
+  ASSERT_TRUE(gpu_->AddRmsNormLinear(d_residual, d_delta, d_norm_w, eps, d_normed,
+                                     {d_w.tensor()}, Tensor(), d_out)
+                  .ok());
+  ExpectClose(d_out.Get(), want, "AddRmsNormLinear");
+  ExpectClose(d_residual.Get(), RoundTo(dtype(), want_residual), "AddRmsNormLinear residual");
+}
+
 // The GEMV is launched to overlap the kernel before it (pdl.cuh): it may
 // load weights early but must read x only once that kernel has finished.
 // Here x starts as NaN and is written by a one-pass RMSNorm queued behind a

@@ -137,13 +137,9 @@ absl::StatusOr<Tensor> LlamaModel::Forward(const StepBatch& b, const KvCache& ca
   RETURN_IF_ERROR(be.Embedding(b.token_ids, weights_.embed, residual));
   for (int i = 0; i < c.num_layers; ++i) {
     const LayerWeights& l = weights_.layers[i];
-    // Pre-norm; from layer 1 on, fused with adding the previous MLP output.
-    if (i == 0) {
-      RETURN_IF_ERROR(be.RmsNorm(residual, l.input_norm, c.rms_norm_eps, normed));
-    } else {
-      RETURN_IF_ERROR(be.AddRmsNorm(residual, proj, l.input_norm, c.rms_norm_eps, normed));
-    }
-    RETURN_IF_ERROR(be.LinearParts(normed, l.qkv, l.qkv_bias, qkv));
+    // Pre-norm, from layer 1 on with the previous MLP output added, then QKV.
+    RETURN_IF_ERROR(be.AddRmsNormLinear(residual, i == 0 ? Tensor() : proj, l.input_norm,
+                                        c.rms_norm_eps, normed, l.qkv, l.qkv_bias, qkv));
     // The rotation also writes the step's K/V into the cache (one pass over
     // them); the attention ops are told so.
     RopeSplitParams rope;
@@ -159,8 +155,8 @@ absl::StatusOr<Tensor> LlamaModel::Forward(const StepBatch& b, const KvCache& ca
     RETURN_IF_ERROR(be.RopeSplitQkv(rope));
     RETURN_IF_ERROR(Attention(b, cache.layer(i), q, k, v, attn));
     RETURN_IF_ERROR(be.Linear(attn_flat, l.o_proj, l.o_bias, proj));
-    RETURN_IF_ERROR(be.AddRmsNorm(residual, proj, l.post_norm, c.rms_norm_eps, normed));
-    RETURN_IF_ERROR(be.LinearParts(normed, l.gate_up, l.gate_up_bias, gate_up));
+    RETURN_IF_ERROR(be.AddRmsNormLinear(residual, proj, l.post_norm, c.rms_norm_eps, normed,
+                                        l.gate_up, l.gate_up_bias, gate_up));
     RETURN_IF_ERROR(be.SiluMulLinear(gate_up, act, l.down, l.down_bias, proj));
   }
   RETURN_IF_ERROR(be.AddRmsNorm(residual, proj, weights_.final_norm, c.rms_norm_eps, normed));

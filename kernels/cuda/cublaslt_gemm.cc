@@ -583,6 +583,26 @@ absl::Status CublasLtGemm::SiluMulLinear(Tensor gate_up, Tensor act, Tensor weig
   return Linear(act, weight, bias, out);
 }
 
+absl::StatusOr<bool> CublasLtGemm::RmsNormLinear(Tensor residual, Tensor delta, Tensor norm_weight,
+                                                 float eps, int* counter, Tensor normed,
+                                                 Tensor weight, Tensor bias, Tensor out) {
+  const int64_t rows = normed.dim(0);
+  if (rows < 1 || rows > kGemvRmsNormMaxRows || weight.dim(0) == 0) return false;
+  // The same choice Linear(normed, ...) makes, so tuning decides both alike.
+  const bool fuse_bias = !bias.empty() && bias.dtype == out.dtype;
+  ASSIGN_OR_RETURN(const Choice c, Choose(rows, weight.dim(0), normed.dim(1), normed.dtype,
+                                          out.dtype, fuse_bias, Alignment(normed.data),
+                                          Alignment(weight.data), Alignment(out.data),
+                                          fuse_bias ? bias.data : nullptr));
+  if (c.plan == nullptr || !c.plan->gemv) return false;
+  const Tensor fused = c.plan->fused_bias ? bias : Tensor();
+  if (!GemvRmsNormServes(residual, delta, norm_weight, weight, fused, out)) return false;
+  RETURN_IF_ERROR(
+      LaunchGemvRmsNorm(residual, delta, norm_weight, eps, counter, weight, fused, out, stream_));
+  if (!bias.empty() && !c.plan->fused_bias) RETURN_IF_ERROR(LaunchAddBias(bias, out, stream_));
+  return true;
+}
+
 absl::Status CublasLtGemm::Linear(Tensor x, Tensor weight, Tensor bias, Tensor out) {
   const int64_t rows = x.dim(0), n = weight.dim(0);
   if (rows == 0 || n == 0) return absl::OkStatus();

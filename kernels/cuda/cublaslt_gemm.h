@@ -78,6 +78,13 @@ class CublasLtGemm {
   absl::Status SiluMulLinear(Tensor gate_up, Tensor act, Tensor weight, Tensor bias, Tensor out,
                              bool fuse);
 
+  /// The pre-norm fused into the small-M GEMV (LaunchGemvRmsNorm) where the
+  /// plan for Linear(normed, weight, bias, out) picks that kernel and it
+  /// serves: true when enqueued; false leaves the caller to norm, then Linear.
+  absl::StatusOr<bool> RmsNormLinear(Tensor residual, Tensor delta, Tensor norm_weight, float eps,
+                                     int* counter, Tensor normed, Tensor weight, Tensor bias,
+                                     Tensor out);
+
   /// Plans every bucket of each GEMM up to its max_rows and checks an
   /// algorithm for every M in 1 .. `decode_rows`, so that decode steps plan
   /// nothing. Activations are assumed 256-byte aligned (cudaMalloc'ed, as

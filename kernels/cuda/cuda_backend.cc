@@ -66,6 +66,8 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const CudaBacke
                                                   options.fast_kernels.gemv_small_m,
                                                   options.fast_kernels.gemm_skinny_mma));
   ASSIGN_OR_RETURN(b->error_device_, CudaBuffer::Allocate(sizeof(DeviceError)));
+  ASSIGN_OR_RETURN(b->gemv_counter_, CudaBuffer::Allocate(sizeof(int)));
+  RETURN_IF_CUDA_ERROR(cudaMemsetAsync(b->gemv_counter_->data(), 0, sizeof(int), b->stream_.get()));
   ASSIGN_OR_RETURN(b->error_host_, PinnedBuffer::Allocate(sizeof(DeviceError)));
   std::memset(b->error_host_.data(), 0, sizeof(DeviceError));
   RETURN_IF_CUDA_ERROR(
@@ -209,7 +211,8 @@ absl::Status CudaBackend::Reserve(const StepLimits& limits) {
 
 absl::Status CudaBackend::SelfCheckFastKernels(const StepLimits& limits) {
   const SelfCheckDevice device{stream(), static_cast<DeviceError*>(error_device_->data()),
-                               num_sms_, flash_ctas_per_sm_};
+                               num_sms_, flash_ctas_per_sm_,
+                               static_cast<int*>(gemv_counter_->data())};
   const AttentionShape& shape = limits.attention;
   // A disagreement falls back. So does an error that leaves the device
   // usable (a launch the configuration refused, a plan the kernel rejected):
@@ -253,6 +256,10 @@ absl::Status CudaBackend::SelfCheckFastKernels(const StepLimits& limits) {
   if (!fast_.gemv_small_m) fast_.gemv_silu_mul = false;  // it only ever replaces that kernel
   RETURN_IF_ERROR(check(fast_.gemv_silu_mul, "gemv_silu_mul",
                         [&] { return SelfCheckGemvSiluMul(device, dtype_); }));
+  if (!fast_.gemv_small_m) fast_.gemv_rmsnorm = false;
+  RETURN_IF_ERROR(check(fast_.gemv_rmsnorm, "gemv_rmsnorm", [&] {
+    return SelfCheckGemvRmsNorm(device, dtype_, limits.hidden_size);
+  }));
   KV_LOG(INFO) << "CUDA backend: fast kernels checked against the reference in "
                << std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
                       .count()
@@ -362,6 +369,23 @@ absl::Status CudaBackend::RopeSplitQkv(const RopeSplitParams& params) {
 absl::Status CudaBackend::SiluMul(Tensor gate_up, Tensor out) {
   RETURN_IF_ERROR(CheckSiluMul(gate_up, out));
   return LaunchSiluMul(gate_up, out, stream());
+}
+
+absl::Status CudaBackend::AddRmsNormLinear(Tensor residual, Tensor delta, Tensor norm_weight,
+                                           float eps, Tensor normed,
+                                           const std::vector<Tensor>& parts, Tensor bias,
+                                           Tensor out) {
+  if (fast_.gemv_rmsnorm && parts.size() == 1) {
+    RETURN_IF_ERROR(delta.empty() ? CheckRmsNorm(residual, norm_weight, normed)
+                                  : CheckAddRmsNorm(residual, delta, norm_weight, normed));
+    RETURN_IF_ERROR(CheckLinear(normed, parts.front(), bias, out));
+    ASSIGN_OR_RETURN(const bool fused,
+                     gemm_->RmsNormLinear(residual, delta, norm_weight, eps,
+                                          static_cast<int*>(gemv_counter_->data()), normed,
+                                          parts.front(), bias, out));
+    if (fused) return absl::OkStatus();
+  }
+  return Backend::AddRmsNormLinear(residual, delta, norm_weight, eps, normed, parts, bias, out);
 }
 
 absl::Status CudaBackend::SiluMulLinear(Tensor gate_up, Tensor act, Tensor weight, Tensor bias,

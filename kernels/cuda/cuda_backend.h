@@ -90,6 +90,9 @@ class CudaBackend final : public Backend {
   absl::Status SiluMul(Tensor gate_up, Tensor out) override;
   absl::Status SiluMulLinear(Tensor gate_up, Tensor act, Tensor weight, Tensor bias,
                              Tensor out) override;
+  absl::Status AddRmsNormLinear(Tensor residual, Tensor delta, Tensor norm_weight, float eps,
+                                Tensor normed, const std::vector<Tensor>& parts, Tensor bias,
+                                Tensor out) override;
   absl::Status GatherRows(Tensor x, Tensor rows, Tensor out) override;
   absl::Status PrefillAttention(const PrefillAttentionParams& params) override;
   absl::Status DecodeAttention(const DecodeAttentionParams& params) override;
@@ -124,6 +127,7 @@ class CudaBackend final : public Backend {
   std::unique_ptr<PinnedStaging> staging_;
   std::unique_ptr<CublasLtGemm> gemm_;
   DeviceBufferPtr error_device_;  // one DeviceError
+  DeviceBufferPtr gemv_counter_;  // one int, zero between launches: the pre-norm GEMV's
   PinnedBuffer error_host_;       // its host mirror
   // The decode split workspace, sized by Reserve (null before): a plan never
   // asks for more than it holds (it takes fewer splits instead).

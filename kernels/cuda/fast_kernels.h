@@ -19,6 +19,7 @@ struct FastKernels {
   bool gemv_small_m = true;   // the small-M GEMV competing in GEMM tuning (gemv_small_m.h)
   bool gemv_silu_mul = true;  // its variant taking SiluMul's input (where the GEMV serves down)
   bool gemm_skinny_mma = true;  // the 9-64-row tensor-core kernel competing in GEMM tuning
+  bool gemv_rmsnorm = true;   // the GEMV's variant computing the block's pre-norm (where it serves)
 
   static FastKernels All() { return FastKernels(); }
   static FastKernels None();

@@ -40,13 +40,35 @@ __device__ __forceinline__ float Dot8(const uint4& a, const uint4& b) {
   return s;
 }
 
-// x · Wᵀ from the 16-byte vector `vec` of x row m: x itself, or with
-// kSiluMul the MLP's activation silu(gate) · up computed from gate_up = [gate
-// | up] (each row 2k wide) and rounded to T exactly as LaunchSiluMul stores
-// it, so the fused product equals SiluMul followed by the plain one.
-template <typename T, bool kSiluMul>
+// Where a GEMV's x comes from.
+enum class XKind {
+  kPlain,    // x itself
+  kSiluMul,  // the MLP's activation silu(gate) · up from gate_up = [gate | up] (rows 2k wide)
+  kRmsNorm,  // RmsNorm(residual (+ delta)) · weight, the block's pre-norm
+};
+
+// kRmsNorm's inputs. The residual sum h = residual + delta is rounded to T
+// and the normed x = (h · inv_rms) · weight rounded to T exactly as the
+// one-pass RMSNorm kernel stores them (rmsnorm.cu), so the fused product is
+// that kernel followed by the plain one, up to the order of the sum of
+// squares. Every CTA needs the whole of h, so it computes it into shared
+// memory; the residual is written back by the last CTA to finish (an atomic
+// counter, reset by that CTA), when no CTA can still be reading it.
+template <typename T>
+struct NormArgs {
+  T* residual = nullptr;     // [rows, k]; += delta (written back when delta is given)
+  const T* delta = nullptr;  // [rows, k] or null: no add
+  const T* weight = nullptr; // [k]
+  float eps = 0.f;
+  int* counter = nullptr;    // zero between launches (when delta is given)
+};
+
+// x's 16-byte vector `vec` of row m for kPlain and kSiluMul (the activation
+// rounded to T exactly as LaunchSiluMul stores it, so the fused product
+// equals SiluMul followed by the plain one).
+template <typename T, XKind kX>
 __device__ __forceinline__ uint4 LoadX(const T* __restrict__ x, int m, int k, int vec) {
-  if constexpr (!kSiluMul) {
+  if constexpr (kX == XKind::kPlain) {
     return __ldg(reinterpret_cast<const uint4*>(x + int64_t(m) * k) + vec);
   } else {
     const T* row = x + int64_t(m) * 2 * k;
@@ -65,15 +87,77 @@ __device__ __forceinline__ uint4 LoadX(const T* __restrict__ x, int m, int k, in
   }
 }
 
-template <typename T, typename TOut, int kM, bool kSiluMul>
+// kRmsNorm, first pass: h for this thread's vectors of every row into the
+// shared stash ([rows][k] of T), and each row's sum of squares over the CTA
+// into inv_rms[m] = 1 / rms. Plain loads (not __ldg): the residual is
+// written by this kernel's last CTA.
+template <typename T, int kM>
+__device__ __forceinline__ void NormFirstPass(const NormArgs<T>& a, int rows, int k, uint4* stash,
+                                              float (*ss_partial)[kM], float* inv_rms) {
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int k_vecs = k / 8;
+  float ss[kM];
+#pragma unroll
+  for (int m = 0; m < kM; ++m) ss[m] = 0.f;
+  for (int vec = tid; vec < k_vecs; vec += kThreads) {
+#pragma unroll
+    for (int m = 0; m < kM; ++m) {
+      if (m >= rows) continue;
+      float h[8];
+      LoadVec16(a.residual + int64_t(m) * k + vec * 8, h);
+      if (a.delta != nullptr) {
+        float d[8];
+        LoadVec16(a.delta + int64_t(m) * k + vec * 8, d);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) h[i] = ToFloat(FromFloat<T>(h[i] + d[i]));
+      }
+#pragma unroll
+      for (int i = 0; i < 8; ++i) ss[m] += h[i] * h[i];
+      StoreVec16(h, reinterpret_cast<T*>(stash + m * k_vecs + vec));
+    }
+  }
+#pragma unroll
+  for (int m = 0; m < kM; ++m) {
+    float v = ss[m];
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
+    if (lane == 0) ss_partial[warp][m] = v;
+  }
+  __syncthreads();
+  if (tid < kM) {
+    float sum = 0.f;
+#pragma unroll
+    for (int i = 0; i < kWarps; ++i) sum += ss_partial[i][tid];
+    inv_rms[tid] = rsqrtf(sum / k + a.eps);
+  }
+  __syncthreads();
+}
+
+// kRmsNorm's x vector: (h · inv_rms) · weight, rounded to T.
+template <typename T>
+__device__ __forceinline__ uint4 NormedX(const uint4& h_raw, const float (&w)[8], float inv_rms) {
+  const T* h = reinterpret_cast<const T*>(&h_raw);
+  uint4 result;
+  T* r = reinterpret_cast<T*>(&result);
+#pragma unroll
+  for (int i = 0; i < 8; ++i) r[i] = FromFloat<T>(ToFloat(h[i]) * inv_rms * w[i]);
+  return result;
+}
+
+template <typename T, typename TOut, int kM, XKind kX>
 __global__ void __launch_bounds__(kThreads, 2)
-    GemvKernel(const T* __restrict__ x,         // [rows ≤ kM, k], or [rows, 2k] with kSiluMul
+    GemvKernel(const T* __restrict__ x,         // [rows ≤ kM, k] ([rows, 2k] for kSiluMul; unused for kRmsNorm)
                const T* __restrict__ w,         // [n, k]
                const TOut* __restrict__ bias,   // [n] or null
                int rows, int n, int k,
-               TOut* __restrict__ out) {        // [rows, n]
+               TOut* __restrict__ out,          // [rows, n]
+               const NormArgs<T> norm) {        // kRmsNorm only
   constexpr int kR = kRowsPerCta<kM>;
   __shared__ float partial[kWarps][kR * kM];
+  extern __shared__ uint4 stash[];  // kRmsNorm: h, [rows][k / 8] vectors
+  __shared__ float ss_partial[kWarps][kM];
+  __shared__ float inv_rms[kM];
+  __shared__ int last;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int row0 = blockIdx.x * kR;
   const int k_vecs = k / 8;
@@ -98,13 +182,23 @@ __global__ void __launch_bounds__(kThreads, 2)
   load_w(tid);
   AllowDependents();
   WaitForPrimary();
+  if constexpr (kX == XKind::kRmsNorm) NormFirstPass<T, kM>(norm, rows, k, stash, ss_partial, inv_rms);
   for (int vec = tid; vec < k_vecs; vec += kThreads) {
     // Every load of this step before any multiply.
     if (vec != tid) load_w(vec);
     uint4 xv[kM];
+    if constexpr (kX == XKind::kRmsNorm) {
+      float nw[8];
+      LoadVec16(norm.weight + vec * 8, nw);
 #pragma unroll
-    for (int m = 0; m < kM; ++m) {
-      xv[m] = m < rows ? LoadX<T, kSiluMul>(x, m, k, vec) : make_uint4(0, 0, 0, 0);
+      for (int m = 0; m < kM; ++m) {
+        xv[m] = m < rows ? NormedX<T>(stash[m * k_vecs + vec], nw, inv_rms[m]) : make_uint4(0, 0, 0, 0);
+      }
+    } else {
+#pragma unroll
+      for (int m = 0; m < kM; ++m) {
+        xv[m] = m < rows ? LoadX<T, kX>(x, m, k, vec) : make_uint4(0, 0, 0, 0);
+      }
     }
 #pragma unroll
     for (int r = 0; r < kR; ++r) {
@@ -134,38 +228,53 @@ __global__ void __launch_bounds__(kThreads, 2)
       out[int64_t(m) * n + row0 + r] = FromFloat<TOut>(sum + b);
     }
   }
+  if constexpr (kX == XKind::kRmsNorm) {
+    if (norm.delta == nullptr) return;  // no add: the residual stays as it is
+    // Every thread of this CTA has used its residual reads (the barrier
+    // above); the last CTA to count knows that of every CTA.
+    if (tid == 0) last = atomicAdd(norm.counter, 1) == static_cast<int>(gridDim.x) - 1;
+    __syncthreads();
+    if (!last) return;
+    for (int i = tid; i < rows * k_vecs; i += kThreads) {
+      reinterpret_cast<uint4*>(norm.residual)[i] = stash[i];  // [rows][k / 8], as stashed
+    }
+    if (tid == 0) *norm.counter = 0;  // ready for the next launch (and graph replay)
+  }
 }
 
 bool Aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
-template <typename T, typename TOut, int kM, bool kSiluMul>
-cudaError_t LaunchRows(const T* x, const T* w, const TOut* bias, int rows, int n, int k,
-                       TOut* out, cudaStream_t stream) {
+template <typename T, typename TOut, int kM, XKind kX>
+cudaError_t LaunchRows(const T* x, const T* w, const TOut* bias, int rows, int n, int k, TOut* out,
+                       const NormArgs<T>& norm, cudaStream_t stream) {
   const unsigned ctas = static_cast<unsigned>((n + kRowsPerCta<kM> - 1) / kRowsPerCta<kM>);
-  return LaunchDependent(GemvKernel<T, TOut, kM, kSiluMul>, dim3(ctas), dim3(kThreads), 0, stream, x, w,
-                  bias, rows, n, k, out);
+  const size_t stash = kX == XKind::kRmsNorm ? size_t(rows) * k * sizeof(T) : 0;
+  return LaunchDependent(GemvKernel<T, TOut, kM, kX>, dim3(ctas), dim3(kThreads), stash, stream, x,
+                         w, bias, rows, n, k, out, norm);
 }
 
-template <typename T, typename TOut, bool kSiluMul>
-absl::Status Launch(Tensor x, Tensor weight, Tensor bias, Tensor out, cudaStream_t stream) {
-  const int rows = static_cast<int>(x.dim(0)), k = static_cast<int>(weight.dim(1));
+template <typename T, typename TOut, XKind kX>
+absl::Status Launch(Tensor x, Tensor weight, Tensor bias, Tensor out, const NormArgs<T>& norm,
+                    cudaStream_t stream) {
+  const int rows = static_cast<int>(out.dim(0)), k = static_cast<int>(weight.dim(1));
   const int n = static_cast<int>(weight.dim(0));
-  const T* xp = x.as<const T>();
+  const T* xp = kX == XKind::kRmsNorm ? nullptr : x.as<const T>();
   const T* wp = weight.as<const T>();
   const TOut* bp = bias.empty() ? nullptr : bias.as<const TOut>();
   TOut* op = out.as<TOut>();
   cudaError_t err;
   if (rows <= 1) {
-    err = LaunchRows<T, TOut, 1, kSiluMul>(xp, wp, bp, rows, n, k, op, stream);
+    err = LaunchRows<T, TOut, 1, kX>(xp, wp, bp, rows, n, k, op, norm, stream);
   } else if (rows <= 2) {
-    err = LaunchRows<T, TOut, 2, kSiluMul>(xp, wp, bp, rows, n, k, op, stream);
+    err = LaunchRows<T, TOut, 2, kX>(xp, wp, bp, rows, n, k, op, norm, stream);
   } else if (rows <= 4) {
-    err = LaunchRows<T, TOut, 4, kSiluMul>(xp, wp, bp, rows, n, k, op, stream);
+    err = LaunchRows<T, TOut, 4, kX>(xp, wp, bp, rows, n, k, op, norm, stream);
+  } else if constexpr (kX != XKind::kRmsNorm) {
+    err = LaunchRows<T, TOut, 8, kX>(xp, wp, bp, rows, n, k, op, norm, stream);
   } else {
-    err = LaunchRows<T, TOut, 8, kSiluMul>(xp, wp, bp, rows, n, k, op, stream);
+    return absl::InternalError("GemvRmsNorm: more than kGemvRmsNormMaxRows rows");
   }
   RETURN_IF_CUDA_ERROR(err);
-  RETURN_IF_LAUNCH_ERROR();
   return absl::OkStatus();
 }
 
@@ -187,34 +296,82 @@ bool GemvSiluMulServes(Tensor gate_up, Tensor weight, Tensor bias, Tensor out) {
   return GemvSmallMServes(act, weight, bias, out);
 }
 
+bool GemvRmsNormServes(Tensor residual, Tensor delta, Tensor norm_weight, Tensor weight,
+                       Tensor bias, Tensor out) {
+  if (residual.rank != 2 || weight.rank != 2 || out.rank != 2) return false;
+  const int64_t rows = residual.dim(0), k = residual.dim(1);
+  if (rows < 1 || rows > kGemvRmsNormMaxRows || rows * k > kGemvRmsNormMaxElems) return false;
+  if (!delta.empty() && (delta.dtype != residual.dtype || delta.rank != 2 ||
+                         delta.dim(0) != rows || delta.dim(1) != k || !Aligned16(delta.data))) {
+    return false;
+  }
+  if (norm_weight.dtype != residual.dtype || norm_weight.numel() != k ||
+      !Aligned16(norm_weight.data) || !Aligned16(residual.data) || out.dim(0) != rows) {
+    return false;
+  }
+  return GemvSmallMServes(residual, weight, bias, out);
+}
+
 namespace {
 
-template <bool kSiluMul>
-absl::Status LaunchForDType(Tensor x, Tensor weight, Tensor bias, Tensor out,
+template <XKind kX, typename Norm>
+absl::Status LaunchForDType(Tensor x, Tensor weight, Tensor bias, Tensor out, const Norm& norm,
                             cudaStream_t stream) {
-  if (x.dim(0) == 0 || weight.dim(0) == 0) return absl::OkStatus();
+  if (out.dim(0) == 0 || weight.dim(0) == 0) return absl::OkStatus();
   const bool f32_out = out.dtype == DType::kFloat32;
-  if (x.dtype == DType::kBFloat16) {
-    return f32_out ? Launch<__nv_bfloat16, float, kSiluMul>(x, weight, bias, out, stream)
-                   : Launch<__nv_bfloat16, __nv_bfloat16, kSiluMul>(x, weight, bias, out, stream);
+  if (weight.dtype == DType::kBFloat16) {
+    const NormArgs<__nv_bfloat16> args = norm.template As<__nv_bfloat16>();
+    return f32_out ? Launch<__nv_bfloat16, float, kX>(x, weight, bias, out, args, stream)
+                   : Launch<__nv_bfloat16, __nv_bfloat16, kX>(x, weight, bias, out, args, stream);
   }
-  if (x.dtype == DType::kFloat16) {
-    return f32_out ? Launch<__half, float, kSiluMul>(x, weight, bias, out, stream)
-                   : Launch<__half, __half, kSiluMul>(x, weight, bias, out, stream);
+  if (weight.dtype == DType::kFloat16) {
+    const NormArgs<__half> args = norm.template As<__half>();
+    return f32_out ? Launch<__half, float, kX>(x, weight, bias, out, args, stream)
+                   : Launch<__half, __half, kX>(x, weight, bias, out, args, stream);
   }
-  return absl::InvalidArgumentError(absl::StrCat("GemvSmallM: unsupported dtype ", DTypeName(x.dtype)));
+  return absl::InvalidArgumentError(
+      absl::StrCat("GemvSmallM: unsupported dtype ", DTypeName(weight.dtype)));
 }
+
+// The untyped norm inputs, typed at the dtype switch.
+struct NormTensors {
+  Tensor residual, delta, weight;
+  float eps = 0.f;
+  int* counter = nullptr;
+  template <typename T>
+  NormArgs<T> As() const {
+    NormArgs<T> a;
+    if (residual.data == nullptr) return a;
+    a.residual = residual.as<T>();
+    a.delta = delta.empty() ? nullptr : delta.as<const T>();
+    a.weight = weight.as<const T>();
+    a.eps = eps;
+    a.counter = counter;
+    return a;
+  }
+};
 
 }  // namespace
 
 absl::Status LaunchGemvSmallM(Tensor x, Tensor weight, Tensor bias, Tensor out,
                               cudaStream_t stream) {
-  return LaunchForDType<false>(x, weight, bias, out, stream);
+  return LaunchForDType<XKind::kPlain>(x, weight, bias, out, NormTensors{}, stream);
 }
 
 absl::Status LaunchGemvSiluMul(Tensor gate_up, Tensor weight, Tensor bias, Tensor out,
                                cudaStream_t stream) {
-  return LaunchForDType<true>(gate_up, weight, bias, out, stream);
+  return LaunchForDType<XKind::kSiluMul>(gate_up, weight, bias, out, NormTensors{}, stream);
+}
+
+absl::Status LaunchGemvRmsNorm(Tensor residual, Tensor delta, Tensor norm_weight, float eps,
+                               int* counter, Tensor weight, Tensor bias, Tensor out,
+                               cudaStream_t stream) {
+  if (!delta.empty() && counter == nullptr) {
+    return absl::InvalidArgumentError("GemvRmsNorm: an add needs the counter");
+  }
+  return LaunchForDType<XKind::kRmsNorm>(Tensor(), weight, bias, out,
+                                         NormTensors{residual, delta, norm_weight, eps, counter},
+                                         stream);
 }
 
 }  // namespace kvserve::cuda

@@ -47,4 +47,23 @@ bool GemvSiluMulServes(Tensor gate_up, Tensor weight, Tensor bias, Tensor out);
 absl::Status LaunchGemvSiluMul(Tensor gate_up, Tensor weight, Tensor bias, Tensor out,
                                cudaStream_t stream);
 
+/// The pre-norm variant: rows and elements it takes (every CTA keeps the
+/// residual sum of all rows in shared memory, and at more rows its re-reads
+/// of them from L2 would cost more than the launch it saves).
+inline constexpr int kGemvRmsNormMaxRows = 4;
+inline constexpr int64_t kGemvRmsNormMaxElems = 16384;  // rows · K: 32 KiB of bf16
+
+/// Whether the pre-norm variant serves residual [M ≤ 4, K] (+= delta [M, K]
+/// or empty), norm_weight [K], then · Wᵀ: GemvSmallMServes of the normed x,
+/// M · K ≤ kGemvRmsNormMaxElems, all of one 16-bit dtype, 16-byte aligned.
+bool GemvRmsNormServes(Tensor residual, Tensor delta, Tensor norm_weight, Tensor weight,
+                       Tensor bias, Tensor out);
+
+/// Enqueues residual += delta (when given); out = (RmsNorm(residual) ·
+/// norm_weight) · Wᵀ (+ bias), the normed rows never stored. `counter`: one
+/// int, zero, left zero (needed when delta is given). GemvRmsNormServes must hold.
+absl::Status LaunchGemvRmsNorm(Tensor residual, Tensor delta, Tensor norm_weight, float eps,
+                               int* counter, Tensor weight, Tensor bias, Tensor out,
+                               cudaStream_t stream);
+
 }  // namespace kvserve::cuda

@@ -29,6 +29,7 @@ struct SelfCheckDevice {
   DeviceError* error = nullptr;  // the backend's device error word
   int num_sms = 1;
   int flash_ctas_per_sm = 4;     // the flash-decode plan's residency (FlashDecodeResidentCtas)
+  int* gemv_counter = nullptr;   // the pre-norm GEMV's counter (one int, zero)
 };
 
 /// Each returns OK when the fast kernel agrees with the reference on this
@@ -41,6 +42,7 @@ absl::Status SelfCheckPrefillMma(const SelfCheckDevice& device, DType dtype,
                                  const AttentionShape& shape, int block_size);
 absl::Status SelfCheckRmsNorm(const SelfCheckDevice& device, DType dtype, int hidden_size);
 absl::Status SelfCheckGemvSiluMul(const SelfCheckDevice& device, DType dtype);
+absl::Status SelfCheckGemvRmsNorm(const SelfCheckDevice& device, DType dtype, int hidden_size);
 absl::Status SelfCheckRopeKvWrite(const SelfCheckDevice& device, DType dtype,
                                   const AttentionShape& shape, int block_size);
 
