@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # A short GPU proof for a session with little device time left (~3 minutes
 # of commands): the ops, engine and decode-attention tests, compute-sanitizer
-# over the GEMV tests, the attention microbenchmark and the decode benchmark.
+# over the GEMV tests, the attention microbenchmark and the decode benchmark,
+# then the decode benchmark again without the newest kernels (skinny GEMM,
+# pre-norm GEMV, programmatic dependent launch) for their gain.
 # deploy/gpu-check.sh is the full check; this is its quick subset.
 #   deploy/gpu-quick-check.sh [BUNDLE (.gpu/bundle.tar.xz)]
 # Logs go to $OUT (or ./gpu-check-out) as quick-check.log.
@@ -33,4 +35,9 @@ run 40 memcheck_gemv "$SAN" --tool memcheck --error-exitcode 1 "$B/bin/cuda_ops_
   --gtest_brief=1 --gtest_filter='*Gemv*'
 run 40 cuda_attention_bench "$B/bin/cuda_attention_bench"
 run 60 cuda_decode_bench "$B/bin/cuda_decode_bench" --batches=1,8,32,64,128 --prefill=1x2048
+# What the newest kernels bring: the same step without them (QUICK_AB=0 skips).
+if [[ ${QUICK_AB:-1} != 0 ]]; then
+  run 40 cuda_decode_bench_without_new "$B/bin/cuda_decode_bench" --batches=1,32 \
+    --fast_kernels=flash_decode,prefill_mma,rope_kv_write,rmsnorm,gemv_small_m,gemv_silu_mul
+fi
 grep -E "^==|-> rc|FAILED|fallback|disagree|decode B|prefill B|batch |prefill 1|copy|serving:" "$LOG"

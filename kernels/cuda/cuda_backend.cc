@@ -10,6 +10,7 @@
 #include "base/status_macros.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/decode_attention.h"
+#include "kernels/cuda/pdl.h"
 #include "kernels/cuda/device_info.h"
 #include "kernels/cuda/dispatch.h"
 #include "kernels/cuda/elementwise.h"
@@ -51,6 +52,7 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const CudaBacke
   b->dtype_ = options.dtype;
   b->graphs_enabled_ = options.graphs;
   b->fast_ = options.fast_kernels;
+  SetProgrammaticLaunch(options.fast_kernels.pdl);
   RETURN_IF_CUDA_ERROR(cudaSetDevice(0));
   cudaDeviceProp prop{};
   RETURN_IF_CUDA_ERROR(cudaGetDeviceProperties(&prop, 0));

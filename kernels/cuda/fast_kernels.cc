@@ -19,7 +19,8 @@ std::vector<std::pair<const char*, bool FastKernels::*>> Names() {
           {"gemv_small_m", &FastKernels::gemv_small_m},
           {"gemv_silu_mul", &FastKernels::gemv_silu_mul},
           {"gemm_skinny_mma", &FastKernels::gemm_skinny_mma},
-          {"gemv_rmsnorm", &FastKernels::gemv_rmsnorm}};
+          {"gemv_rmsnorm", &FastKernels::gemv_rmsnorm},
+          {"pdl", &FastKernels::pdl}};
 }
 
 }  // namespace

@@ -20,6 +20,7 @@ struct FastKernels {
   bool gemv_silu_mul = true;  // its variant taking SiluMul's input (where the GEMV serves down)
   bool gemm_skinny_mma = true;  // the 9-64-row tensor-core kernel competing in GEMM tuning
   bool gemv_rmsnorm = true;   // the GEMV's variant computing the block's pre-norm (where it serves)
+  bool pdl = true;            // programmatic dependent launch through the decode chain (pdl.cuh)
 
   static FastKernels All() { return FastKernels(); }
   static FastKernels None();

@@ -17,6 +17,8 @@
 
 #include <utility>
 
+#include "kernels/cuda/pdl.h"
+
 namespace kvserve::cuda {
 
 /// Waits until the previous kernel in the stream has completed and its
@@ -50,9 +52,9 @@ cudaError_t LaunchDependent(void (*kernel)(Params...), dim3 grid, dim3 block, si
   config.dynamicSmemBytes = smem;
   config.stream = stream;
   config.attrs = attribute;
-  config.numAttrs = 1;
+  config.numAttrs = ProgrammaticLaunchEnabled() ? 1 : 0;
   cudaError_t err = cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
-  if (err == cudaErrorNotSupported || err == cudaErrorInvalidValue) {
+  if (config.numAttrs > 0 && (err == cudaErrorNotSupported || err == cudaErrorInvalidValue)) {
     cudaGetLastError();  // not sticky: clear it and launch without the attribute
     config.numAttrs = 0;
     err = cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
