@@ -24,6 +24,10 @@ std::unique_ptr<cuda::CudaBackend> NewCudaBackend(DType dtype, bool graphs, bool
   options.dtype = dtype;
   options.graphs = graphs;
   options.fast_kernels = fast_kernels ? cuda::FastKernels::All() : cuda::FastKernels::None();
+  // Programmatic launch is one switch for the process (pdl.h): a reference
+  // backend made beside a fast one must not turn it off for both. (It only
+  // reaches the kernels both share, which wait for their predecessor first.)
+  options.fast_kernels.pdl = true;
   auto backend = cuda::CudaBackend::Create(options);
   EXPECT_TRUE(backend.ok()) << backend.status();
   return backend.ok() ? *std::move(backend) : nullptr;
