@@ -570,7 +570,7 @@ absl::Status CublasLtGemm::SiluMulLinear(Tensor gate_up, Tensor act, Tensor weig
                                             fuse_bias, Alignment(act.data),
                                             Alignment(weight.data), Alignment(out.data),
                                             fuse_bias ? bias.data : nullptr));
-    if (c.plan != nullptr && c.plan->gemv) {
+    if (c.plan != nullptr && c.plan->gemv && gemv_allowed_) {
       const Tensor fused = c.plan->fused_bias ? bias : Tensor();
       if (GemvSiluMulServes(gate_up, weight, fused, out)) {
         RETURN_IF_ERROR(LaunchGemvSiluMul(gate_up, weight, fused, out, stream_));
@@ -594,7 +594,7 @@ absl::StatusOr<bool> CublasLtGemm::RmsNormLinear(Tensor residual, Tensor delta, 
                                           out.dtype, fuse_bias, Alignment(normed.data),
                                           Alignment(weight.data), Alignment(out.data),
                                           fuse_bias ? bias.data : nullptr));
-  if (c.plan == nullptr || !c.plan->gemv) return false;
+  if (c.plan == nullptr || !c.plan->gemv || !gemv_allowed_) return false;
   const Tensor fused = c.plan->fused_bias ? bias : Tensor();
   if (!GemvRmsNormServes(residual, delta, norm_weight, weight, fused, out)) return false;
   RETURN_IF_ERROR(
@@ -619,7 +619,7 @@ absl::Status CublasLtGemm::Linear(Tensor x, Tensor weight, Tensor bias, Tensor o
     return absl::OkStatus();
   }
   Plan& p = *c.plan;
-  if (p.skinny > 0) {
+  if (p.skinny > 0 && skinny_allowed_) {  // not once it disagreed on another bucket
     const Tensor fused = p.fused_bias ? bias : Tensor();
     if (SkinnyMmaServes(x, weight, fused, out, p.skinny)) {
       RETURN_IF_ERROR(LaunchSkinnyMma(x, weight, fused, out, p.skinny, stream_));
@@ -627,7 +627,7 @@ absl::Status CublasLtGemm::Linear(Tensor x, Tensor weight, Tensor bias, Tensor o
       return absl::OkStatus();
     }
   }
-  if (p.gemv && rows <= kGemvMaxRows) {
+  if (p.gemv && gemv_allowed_ && rows <= kGemvMaxRows) {
     const Tensor fused = p.fused_bias ? bias : Tensor();
     if (GemvSmallMServes(x, weight, fused, out)) {
       RETURN_IF_ERROR(LaunchGemvSmallM(x, weight, fused, out, stream_));

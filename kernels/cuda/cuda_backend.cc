@@ -52,11 +52,13 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const CudaBacke
   b->dtype_ = options.dtype;
   b->graphs_enabled_ = options.graphs;
   b->fast_ = options.fast_kernels;
-  SetProgrammaticLaunch(options.fast_kernels.pdl);
   RETURN_IF_CUDA_ERROR(cudaSetDevice(0));
   cudaDeviceProp prop{};
   RETURN_IF_CUDA_ERROR(cudaGetDeviceProperties(&prop, 0));
   b->num_sms_ = prop.multiProcessorCount;
+  // griddepcontrol needs sm_90; below it the launches stay ordinary.
+  b->fast_.pdl = options.fast_kernels.pdl && prop.major >= 9;
+  SetProgrammaticLaunch(b->fast_.pdl);
   b->device_name_ =
       absl::StrFormat("%s (sm_%d%d, %d SMs)", prop.name, prop.major, prop.minor, prop.multiProcessorCount);
   RETURN_IF_ERROR(CheckKernelImage());

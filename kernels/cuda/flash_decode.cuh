@@ -350,7 +350,8 @@ absl::Status Launch(const DecodeAttentionParams& p, const FlashDecodePlan& plan,
 }
 
 /// CTAs of one instantiation resident per SM (registers and shared memory
-/// decide: 7, 3 and 2 for group tiles 1, 4 and 8 on an H100), 0 when unknown.
+/// decide: 8, 4 and 2 for group tiles 1, 4 and 8 with the launch bounds of
+/// kMinCtasPerSm), 0 when unknown.
 template <typename T, int kHeadDim, int kBlockSize>
 int ResidentCtas(int group_tile) {
   int ctas = 0;

@@ -232,7 +232,10 @@ __global__ void __launch_bounds__(kThreads, 2)
     if (norm.delta == nullptr) return;  // no add: the residual stays as it is
     // Every thread of this CTA has used its residual reads (the barrier
     // above); the last CTA to count knows that of every CTA.
-    if (tid == 0) last = atomicAdd(norm.counter, 1) == static_cast<int>(gridDim.x) - 1;
+    if (tid == 0) {
+      __threadfence();  // orders this CTA's residual reads before its count (PTX model)
+      last = atomicAdd(norm.counter, 1) == static_cast<int>(gridDim.x) - 1;
+    }
     __syncthreads();
     if (!last) return;
     for (int i = tid; i < rows * k_vecs; i += kThreads) {
@@ -300,7 +303,10 @@ bool GemvRmsNormServes(Tensor residual, Tensor delta, Tensor norm_weight, Tensor
                        Tensor bias, Tensor out) {
   if (residual.rank != 2 || weight.rank != 2 || out.rank != 2) return false;
   const int64_t rows = residual.dim(0), k = residual.dim(1);
-  if (rows < 1 || rows > kGemvRmsNormMaxRows || rows * k > kGemvRmsNormMaxElems) return false;
+  if (rows < 1 || rows > kGemvRmsNormMaxRows || rows * k > kGemvRmsNormMaxElems ||
+      weight.dim(0) == 0) {  // no CTA would do the add
+    return false;
+  }
   if (!delta.empty() && (delta.dtype != residual.dtype || delta.rank != 2 ||
                          delta.dim(0) != rows || delta.dim(1) != k || !Aligned16(delta.data))) {
     return false;

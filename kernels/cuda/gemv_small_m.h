@@ -47,13 +47,15 @@ bool GemvSiluMulServes(Tensor gate_up, Tensor weight, Tensor bias, Tensor out);
 absl::Status LaunchGemvSiluMul(Tensor gate_up, Tensor weight, Tensor bias, Tensor out,
                                cudaStream_t stream);
 
-/// The pre-norm variant: rows and elements it takes (every CTA keeps the
-/// residual sum of all rows in shared memory, and at more rows its re-reads
-/// of them from L2 would cost more than the launch it saves).
-inline constexpr int kGemvRmsNormMaxRows = 4;
+/// The pre-norm variant: rows and elements it takes. Every CTA reads the
+/// residual and delta rows from L2 and keeps their sum in shared memory: at
+/// 2 rows that is half the L2 traffic of the CTA's 8 weight rows (K·2 bytes
+/// each), at 4 rows as much again, which tuning has not timed, so it stops
+/// at 2 (decode at batch 1 and 2, where the saved launch counts most).
+inline constexpr int kGemvRmsNormMaxRows = 2;
 inline constexpr int64_t kGemvRmsNormMaxElems = 16384;  // rows · K: 32 KiB of bf16
 
-/// Whether the pre-norm variant serves residual [M ≤ 4, K] (+= delta [M, K]
+/// Whether the pre-norm variant serves residual [M ≤ 2, K] (+= delta [M, K]
 /// or empty), norm_weight [K], then · Wᵀ: GemvSmallMServes of the normed x,
 /// M · K ≤ kGemvRmsNormMaxElems, all of one 16-bit dtype, 16-byte aligned.
 bool GemvRmsNormServes(Tensor residual, Tensor delta, Tensor norm_weight, Tensor weight,

@@ -38,8 +38,10 @@ __device__ __forceinline__ void AllowDependents() {
 }
 
 /// Launches `kernel` so that it may overlap the previous kernel's tail
-/// (it must call WaitForPrimary as above). Where the driver refuses the
-/// attribute, it launches the kernel the ordinary way instead.
+/// (it must call WaitForPrimary as above), while ProgrammaticLaunchEnabled()
+/// (CudaBackend::Create turns it off below sm_90). Where the driver still
+/// says the attribute is not supported, the switch goes off for the process
+/// and the kernel is launched the ordinary way.
 template <typename... Params, typename... Args>
 cudaError_t LaunchDependent(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem,
                             cudaStream_t stream, Args&&... args) {
@@ -54,8 +56,9 @@ cudaError_t LaunchDependent(void (*kernel)(Params...), dim3 grid, dim3 block, si
   config.attrs = attribute;
   config.numAttrs = ProgrammaticLaunchEnabled() ? 1 : 0;
   cudaError_t err = cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
-  if (config.numAttrs > 0 && (err == cudaErrorNotSupported || err == cudaErrorInvalidValue)) {
+  if (config.numAttrs > 0 && err == cudaErrorNotSupported) {
     cudaGetLastError();  // not sticky: clear it and launch without the attribute
+    SetProgrammaticLaunch(false);
     config.numAttrs = 0;
     err = cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
   }
