@@ -1,6 +1,7 @@
 // Checkpoints on disk: safetensors headers are validated so that truncated or
 // malicious files are errors, never crashes or out-of-bounds reads; sharded
 // and half-precision checkpoints load; a written checkpoint round-trips.
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -37,6 +38,26 @@ std::vector<uint8_t> Image(const std::string& header, size_t data_bytes, int64_t
 std::string Parse(const std::vector<uint8_t>& bytes) {
   auto f = SafetensorsFile::FromBytes(bytes.data(), bytes.size(), "test.safetensors");
   return f.ok() ? "" : std::string(f.status().message());
+}
+
+// The built-in generator fills large tensors on several threads: each value
+// depends on its index alone, so a whole fill equals one made of small
+// pieces (each below the size that spreads over threads).
+TEST(RandomWeightSourceTest, AWholeFillEqualsOneInPieces) {
+  ModelConfig config = FindPreset("llama-3.2-1b")->config;
+  RandomWeightSource weights(config, 7);
+  const std::string name = "model.layers.0.mlp.gate_proj.weight";
+  const std::vector<int64_t> shape = weights.ShapeOf(name);
+  ASSERT_EQ(shape.size(), 2u);
+  const int64_t n = shape[0] * shape[1];  // 16.8 M values
+  std::vector<float> whole(n), pieces(n);
+  weights.Fill(name, shape, 0, n, whole.data());
+  constexpr int64_t kPiece = 1 << 20;
+  for (int64_t off = 0; off < n; off += kPiece) {
+    weights.Fill(name, shape, off, std::min(kPiece, n - off), pieces.data() + off);
+  }
+  EXPECT_EQ(std::memcmp(whole.data(), pieces.data(), n * sizeof(float)), 0);
+  EXPECT_NE(whole[0], whole[n - 1]);
 }
 
 TEST(SafetensorsTest, ValidFileParses) {
