@@ -31,6 +31,12 @@ constexpr int kThreads = kWarps * 32;
 template <int kM>
 inline constexpr int kRowsPerCta = kM <= 4 ? 8 : 4;
 
+// Vectors per row a thread loads per step: two where K holds more than one
+// per thread and the accumulators are few (M ≤ 2); else one, which keeps
+// the registers at 80 and 3 CTAs per SM for the K = 2048 products.
+template <int kM>
+inline constexpr int kMaxSteps = kM <= 2 ? 2 : 1;
+
 template <typename T>
 __device__ __forceinline__ float Dot8(const uint4& a, const uint4& b) {
   const T* x = reinterpret_cast<const T*>(&a);
@@ -47,7 +53,7 @@ using gemv::NormedX;
 using gemv::NormFirstPass;
 using gemv::XKind;
 
-template <typename T, typename TOut, int kM, XKind kX>
+template <typename T, typename TOut, int kM, XKind kX, int kU>
 __global__ void __launch_bounds__(kThreads, 2)
     GemvKernel(const T* __restrict__ x,         // [rows ≤ kM, k] ([rows, 2k] for kSiluMul; unused for kRmsNorm)
                const T* __restrict__ w,         // [n, k]
@@ -70,13 +76,20 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
     for (int m = 0; m < kM; ++m) acc[r][m] = 0.f;
   }
-  uint4 wv[kR];
-  auto load_w = [&](int vec) {
+  // kU vectors per row per step, every load of the step before any
+  // multiply: at K = 8192 (the down projection) a thread has 4 vectors per
+  // row, which one at a time are 4 dependent round trips.
+  uint4 wv[kU][kR];
+  auto load_w = [&](int base) {
 #pragma unroll
-    for (int r = 0; r < kR; ++r) {
-      wv[r] = row0 + r < n && vec < k_vecs
-                  ? __ldg(reinterpret_cast<const uint4*>(w + int64_t(row0 + r) * k) + vec)
-                  : make_uint4(0, 0, 0, 0);
+    for (int u = 0; u < kU; ++u) {
+      const int vec = base + u * kThreads;
+#pragma unroll
+      for (int r = 0; r < kR; ++r) {
+        wv[u][r] = row0 + r < n && vec < k_vecs
+                       ? __ldg(reinterpret_cast<const uint4*>(w + int64_t(row0 + r) * k) + vec)
+                       : make_uint4(0, 0, 0, 0);
+      }
     }
   };
   // The weights are constant for the whole step: the first vectors load
@@ -86,27 +99,35 @@ __global__ void __launch_bounds__(kThreads, 2)
   AllowDependents();
   WaitForPrimary();
   if constexpr (kX == XKind::kRmsNorm) NormFirstPass<T, kM, kWarps>(norm, rows, k, stash, ss_partial, inv_rms);
-  for (int vec = tid; vec < k_vecs; vec += kThreads) {
-    // Every load of this step before any multiply.
-    if (vec != tid) load_w(vec);
-    uint4 xv[kM];
-    if constexpr (kX == XKind::kRmsNorm) {
-      float nw[8];
-      LoadVec16(norm.weight + vec * 8, nw);
+  for (int base = tid; base < k_vecs; base += kThreads * kU) {
+    if (base != tid) load_w(base);
+    uint4 xv[kU][kM];
 #pragma unroll
-      for (int m = 0; m < kM; ++m) {
-        xv[m] = m < rows ? NormedX<T>(stash[m * k_vecs + vec], nw, inv_rms[m]) : make_uint4(0, 0, 0, 0);
-      }
-    } else {
+    for (int u = 0; u < kU; ++u) {
+      const int vec = base + u * kThreads;
+      const bool in = vec < k_vecs;
+      if constexpr (kX == XKind::kRmsNorm) {
+        float nw[8];
+        if (in) LoadVec16(norm.weight + vec * 8, nw);
 #pragma unroll
-      for (int m = 0; m < kM; ++m) {
-        xv[m] = m < rows ? LoadX<T, kX>(x, m, k, vec) : make_uint4(0, 0, 0, 0);
+        for (int m = 0; m < kM; ++m) {
+          xv[u][m] = m < rows && in ? NormedX<T>(stash[m * k_vecs + vec], nw, inv_rms[m])
+                                    : make_uint4(0, 0, 0, 0);
+        }
+      } else {
+#pragma unroll
+        for (int m = 0; m < kM; ++m) {
+          xv[u][m] = m < rows && in ? LoadX<T, kX>(x, m, k, vec) : make_uint4(0, 0, 0, 0);
+        }
       }
     }
 #pragma unroll
-    for (int r = 0; r < kR; ++r) {
+    for (int u = 0; u < kU; ++u) {
 #pragma unroll
-      for (int m = 0; m < kM; ++m) acc[r][m] += Dot8<T>(wv[r], xv[m]);
+      for (int r = 0; r < kR; ++r) {
+#pragma unroll
+        for (int m = 0; m < kM; ++m) acc[r][m] += Dot8<T>(wv[u][r], xv[u][m]);
+      }
     }
   }
   // Sum over the warp's lanes, then over the CTA's warps.
@@ -155,8 +176,12 @@ cudaError_t LaunchRows(const T* x, const T* w, const TOut* bias, int rows, int n
                        const NormArgs<T>& norm, cudaStream_t stream) {
   const unsigned ctas = static_cast<unsigned>((n + kRowsPerCta<kM> - 1) / kRowsPerCta<kM>);
   const size_t stash = kX == XKind::kRmsNorm ? size_t(rows) * k * sizeof(T) : 0;
-  return LaunchDependent(GemvKernel<T, TOut, kM, kX>, dim3(ctas), dim3(kThreads), stash, stream, x,
-                         w, bias, rows, n, k, out, norm);
+  if (kMaxSteps<kM> > 1 && k / 8 > kThreads) {
+    return LaunchDependent(GemvKernel<T, TOut, kM, kX, kMaxSteps<kM>>, dim3(ctas), dim3(kThreads),
+                           stash, stream, x, w, bias, rows, n, k, out, norm);
+  }
+  return LaunchDependent(GemvKernel<T, TOut, kM, kX, 1>, dim3(ctas), dim3(kThreads), stash, stream,
+                         x, w, bias, rows, n, k, out, norm);
 }
 
 template <typename T, typename TOut, XKind kX>
