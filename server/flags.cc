@@ -50,9 +50,11 @@ ABSL_FLAG(bool, cuda_graphs, true,
 ABSL_FLAG(std::string, cuda_fast_kernels, "all",
           "GPU: which fast kernels may serve, each checked against its reference kernel at "
           "start-up: all, none, or a comma-separated list of flash_decode, prefill_mma, "
-          "rope_kv_write, rmsnorm, gemv_small_m (docs/cuda.md).");
+          "rope_kv_write, rmsnorm, gemv_small_m, gemv_silu_mul, gemm_skinny_mma, gemv_rmsnorm, "
+          "pdl (docs/cuda.md).");
 ABSL_FLAG(bool, cuda_tune_gemms, true,
-          "GPU: time cuBLASLt's candidate algorithms (and the small-M kernel) for every GEMM "
+          "GPU: time cuBLASLt's candidate algorithms (and the small-M and skinny kernels) "
+          "for every GEMM "
           "shape at start-up and keep the fastest; false: the heuristic's first choice.");
 ABSL_FLAG(int, max_queued_requests, 1024,
           "Requests that may wait beyond the running ones; more get RESOURCE_EXHAUSTED.");

@@ -61,7 +61,8 @@ template <int kGroup>
 inline constexpr int kMinCtasPerSm = kGroup == 1 ? 8 : kGroup <= 4 ? 4 : 2;
 
 template <typename T, int kHeadDim, int kBlockSize, int kGroup>
-__global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kGroup>) FlashDecodeKernel(const __grid_constant__ Args<T> a) {
+__global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kGroup>)
+    FlashDecodeKernel(const __grid_constant__ Args<T> a) {
   constexpr Layout L = MakeLayout(sizeof(T), kHeadDim, kBlockSize, kGroup);
   static_assert(L.ok && L.vec == 8, "flash decode serves 2-byte types with a power-of-two row");
   constexpr int kVec = L.vec, kLanesPerKey = L.lanes_per_key, kKeysPerRow = L.keys_per_row;
@@ -337,11 +338,18 @@ absl::Status Launch(const DecodeAttentionParams& p, const FlashDecodePlan& plan,
   a.scale_log2 = p.shape.scale * 1.4426950408889634f;
   a.error = error;
   const dim3 grid(plan.num_splits, p.shape.num_kv_heads * plan.group_chunks, p.num_seqs);
+  const dim3 block(kThreads);
   cudaError_t err;
   switch (plan.group_tile) {
-    case 1: err = LaunchDependent(FlashDecodeKernel<T, kHeadDim, kBlockSize, 1>, grid, dim3(kThreads), 0, stream, a); break;
-    case 4: err = LaunchDependent(FlashDecodeKernel<T, kHeadDim, kBlockSize, 4>, grid, dim3(kThreads), 0, stream, a); break;
-    case 8: err = LaunchDependent(FlashDecodeKernel<T, kHeadDim, kBlockSize, 8>, grid, dim3(kThreads), 0, stream, a); break;
+    case 1:
+      err = LaunchDependent(FlashDecodeKernel<T, kHeadDim, kBlockSize, 1>, grid, block, 0, stream, a);
+      break;
+    case 4:
+      err = LaunchDependent(FlashDecodeKernel<T, kHeadDim, kBlockSize, 4>, grid, block, 0, stream, a);
+      break;
+    case 8:
+      err = LaunchDependent(FlashDecodeKernel<T, kHeadDim, kBlockSize, 8>, grid, block, 0, stream, a);
+      break;
     default:
       return absl::InternalError(absl::StrCat("FlashDecode: group tile ", plan.group_tile));
   }

@@ -201,7 +201,8 @@ absl::Status LaunchSkinnyMma(Tensor x, Tensor weight, Tensor bias, Tensor out, i
   const bool f32_out = out.dtype == DType::kFloat32;
   if (x.dtype == DType::kBFloat16) {
     return f32_out ? Launch<__nv_bfloat16, float>(x, weight, bias, out, rows_per_cta, stream)
-                   : Launch<__nv_bfloat16, __nv_bfloat16>(x, weight, bias, out, rows_per_cta, stream);
+                   : Launch<__nv_bfloat16, __nv_bfloat16>(x, weight, bias, out, rows_per_cta,
+                                                          stream);
   }
   if (x.dtype == DType::kFloat16) {
     return f32_out ? Launch<__half, float>(x, weight, bias, out, rows_per_cta, stream)

@@ -55,7 +55,7 @@ using gemv::XKind;
 
 template <typename T, typename TOut, int kM, XKind kX, int kU>
 __global__ void __launch_bounds__(kThreads, 2)
-    GemvKernel(const T* __restrict__ x,         // [rows ≤ kM, k] ([rows, 2k] for kSiluMul; unused for kRmsNorm)
+    GemvKernel(const T* __restrict__ x,         // [rows ≤ kM, k]; [rows, 2k] (kSiluMul); unused (kRmsNorm)
                const T* __restrict__ w,         // [n, k]
                const TOut* __restrict__ bias,   // [n] or null
                int rows, int n, int k,
@@ -98,7 +98,9 @@ __global__ void __launch_bounds__(kThreads, 2)
   load_w(tid);
   AllowDependents();
   WaitForPrimary();
-  if constexpr (kX == XKind::kRmsNorm) NormFirstPass<T, kM, kWarps>(norm, rows, k, stash, ss_partial, inv_rms);
+  if constexpr (kX == XKind::kRmsNorm) {
+    NormFirstPass<T, kM, kWarps>(norm, rows, k, stash, ss_partial, inv_rms);
+  }
   for (int base = tid; base < k_vecs; base += kThreads * kU) {
     if (base != tid) load_w(base);
     uint4 xv[kU][kM];

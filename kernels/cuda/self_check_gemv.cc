@@ -43,8 +43,8 @@ absl::Status SelfCheckGemvSiluMul(const SelfCheckDevice& device, DType dtype) {
     RETURN_IF_ERROR(LaunchSiluMul(gate_up.tensor(), act.tensor(), device.stream));
     RETURN_IF_ERROR(
         LaunchGemvSmallM(act.tensor(), weight.tensor(), Tensor(), want.tensor(), device.stream));
-    RETURN_IF_ERROR(
-        LaunchGemvSiluMul(gate_up.tensor(), weight.tensor(), Tensor(), got.tensor(), device.stream));
+    RETURN_IF_ERROR(LaunchGemvSiluMul(gate_up.tensor(), weight.tensor(), Tensor(), got.tensor(),
+                                      device.stream));
     ASSIGN_OR_RETURN(std::vector<float> want_rows, want.Get());
     ASSIGN_OR_RETURN(std::vector<float> got_rows, got.Get());
     RETURN_IF_ERROR(AgreeRows(absl::StrCat("SiLU GEMV (", DTypeName(dtype), ", ", rows, " rows)"),
@@ -85,8 +85,8 @@ absl::Status SelfCheckGemvRmsNorm(const SelfCheckDevice& device, DType dtype, in
                                           eps, normed.tensor(), device.stream)
                           : LaunchRmsNorm(Tensor(), residual.tensor(), norm_weight.tensor(), eps,
                                           normed.tensor(), device.stream));
-      RETURN_IF_ERROR(
-          LaunchGemvSmallM(normed.tensor(), weight.tensor(), Tensor(), want.tensor(), device.stream));
+      RETURN_IF_ERROR(LaunchGemvSmallM(normed.tensor(), weight.tensor(), Tensor(), want.tensor(),
+                                       device.stream));
       ASSIGN_OR_RETURN(std::vector<float> want_rows, want.Get());
       ASSIGN_OR_RETURN(std::vector<float> want_residual, residual.Get());
       // The fused kernel on the same inputs.
@@ -102,7 +102,8 @@ absl::Status SelfCheckGemvRmsNorm(const SelfCheckDevice& device, DType dtype, in
       ASSIGN_OR_RETURN(std::vector<float> got_rows, got.Get());
       ASSIGN_OR_RETURN(std::vector<float> got_residual, residual.Get());
       RETURN_IF_ERROR(AgreeRows(what, got_rows, want_rows, n, dtype));
-      RETURN_IF_ERROR(AgreeRows(absl::StrCat(what, ", residual"), got_residual, want_residual, k, dtype));
+      RETURN_IF_ERROR(
+          AgreeRows(absl::StrCat(what, ", residual"), got_residual, want_residual, k, dtype));
       int counter = -1;
       if (cudaMemcpyAsync(&counter, device.gemv_counter, sizeof(int), cudaMemcpyDeviceToHost,
                           device.stream) != cudaSuccess ||
