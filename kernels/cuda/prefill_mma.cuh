@@ -190,18 +190,31 @@ __global__ void __launch_bounds__(kThreads) PrefillMmaKernel(const __grid_consta
           mma::Mma16816<T>(s[2 * np + 1], qf[ks], kb[2], kb[3]);
         }
       }
-      // Scale to base 2 and mask the future (and the keys past key_limit,
-      // which are in every real row's future).
+      // Mask the future (and the keys past key_limit, which are in every
+      // real row's future) where the tile reaches it: a tile wholly before
+      // the warp's first position and inside the split needs no mask. The
+      // scores stay unscaled; the max is scaled once (the scale is
+      // positive, so max(s)·c = max(s·c) exactly), and each weight is
+      // exp2(s·c − m) in one multiply-add.
+      const bool whole = t0 + kKeyTile <= key_end && t0 + kKeyTile - 1 <= first_pos + warp_row0;
       float tile_max[2] = {NegInf(), NegInf()};
+      if (whole) {
 #pragma unroll
-      for (int n = 0; n < kNTiles; ++n) {
+        for (int n = 0; n < kNTiles; ++n) {
 #pragma unroll
-        for (int c = 0; c < 4; ++c) {
-          const int key = t0 + n * 8 + 2 * t + (c & 1);
-          const int pos = c < 2 ? pos_lo : pos_hi;
-          // The future, and keys of the next split (zero-filled here).
-          s[n][c] = key <= pos && key < key_end ? s[n][c] * a.scale_log2 : NegInf();
-          tile_max[c / 2] = fmaxf(tile_max[c / 2], s[n][c]);
+          for (int c = 0; c < 4; ++c) tile_max[c / 2] = fmaxf(tile_max[c / 2], s[n][c]);
+        }
+      } else {
+#pragma unroll
+        for (int n = 0; n < kNTiles; ++n) {
+#pragma unroll
+          for (int c = 0; c < 4; ++c) {
+            const int key = t0 + n * 8 + 2 * t + (c & 1);
+            const int pos = c < 2 ? pos_lo : pos_hi;
+            // The future, and keys of the next split (zero-filled here).
+            s[n][c] = key <= pos && key < key_end ? s[n][c] : NegInf();
+            tile_max[c / 2] = fmaxf(tile_max[c / 2], s[n][c]);
+          }
         }
       }
       float alpha[2], base[2];
@@ -209,6 +222,7 @@ __global__ void __launch_bounds__(kThreads) PrefillMmaKernel(const __grid_consta
       for (int r = 0; r < 2; ++r) {
         tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
         tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
+        tile_max[r] *= a.scale_log2;  // −∞ stays −∞
         const float m_new = fmaxf(m[r], tile_max[r]);
         alpha[r] = m_new == NegInf() ? 1.f : exp2f(m[r] - m_new);  // 0 while m was −∞
         base[r] = m_new == NegInf() ? 0.f : m_new;  // a row with no visible key yet: p = 0
@@ -219,7 +233,7 @@ __global__ void __launch_bounds__(kThreads) PrefillMmaKernel(const __grid_consta
       for (int n = 0; n < kNTiles; ++n) {
 #pragma unroll
         for (int c = 0; c < 4; ++c) {
-          s[n][c] = exp2f(s[n][c] - base[c / 2]);  // masked: exactly 0
+          s[n][c] = exp2f(fmaf(s[n][c], a.scale_log2, -base[c / 2]));  // masked: exactly 0
           l[c / 2] += s[n][c];
         }
       }
