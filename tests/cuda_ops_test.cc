@@ -193,7 +193,9 @@ TEST_P(CudaOpsTest, SmallMGemvMatchesTheCpu) {
   struct Shape {
     int64_t n, k;
   };
-  for (const Shape& s : {Shape{1, 64}, Shape{7, 2048}, Shape{301, 520}, Shape{64, 4096}}) {
+  // K = 2056: two vectors per step at M ≤ 2, the second past K for most threads.
+  for (const Shape& s : {Shape{1, 64}, Shape{7, 2048}, Shape{301, 520}, Shape{64, 4096},
+                         Shape{33, 2056}}) {
     for (int64_t rows = 1; rows <= cuda::kGemvMaxRows; ++rows) {
       for (bool with_bias : {false, true}) {
         for (DType out_dtype : {dtype(), DType::kFloat32}) {
@@ -300,7 +302,7 @@ TEST_P(CudaOpsTest, SkinnyMmaMatchesTheCpu) {
 TEST_P(CudaOpsTest, RmsNormGemvMatchesTheCpu) {
   if (dtype() == DType::kFloat32) return;  // bf16/f16 only, as the plain GEMV
   const float eps = 1e-5f;
-  for (int64_t k : {64, 2048, 4096}) {
+  for (int64_t k : {64, 2048, 2056, 4096}) {
     for (int64_t rows = 1; rows <= cuda::kGemvRmsNormMaxRows; ++rows) {
       if (rows * k > cuda::kGemvRmsNormMaxElems) continue;
       for (bool add : {false, true}) {
@@ -385,30 +387,34 @@ TEST_P(CudaOpsTest, RmsNormGemvMatchesTheCpu) {
 // give NaN or the wrong rows.
 TEST_P(CudaOpsTest, SmallMGemvWaitsForTheKernelBeforeIt) {
   if (dtype() == DType::kFloat32) return;  // the GEMV takes bf16/f16 only
-  const int64_t rows = 3, n = 1000, k = 2048;
-  std::vector<float> h = RandomValues(rng_, rows * k, dtype(), 2.f);
-  std::vector<float> norm_w = RandomValues(rng_, k, dtype());
-  std::vector<float> w = RandomValues(rng_, n * k, dtype(), 0.05f);
-  std::vector<float> normed(rows * k), want(rows * n);
-  ASSERT_TRUE(cpu_.RmsNorm(HostTensor(h, {rows, k}), HostTensor(norm_w, {k}), 1e-5f,
-                           HostTensor(normed, {rows, k}))
-                  .ok());
-  normed = RoundTo(dtype(), normed);
-  ASSERT_TRUE(cpu_.Linear(HostTensor(normed, {rows, k}), HostTensor(w, {n, k}), Tensor(),
-                          HostTensor(want, {rows, n}))
-                  .ok());
-  DeviceTensor d_h(*gpu_, dtype(), {rows, k}), d_norm_w(*gpu_, dtype(), {k});
-  DeviceTensor d_x(*gpu_, dtype(), {rows, k}), d_w(*gpu_, dtype(), {n, k});
-  DeviceTensor d_out(*gpu_, dtype(), {rows, n});
-  d_h.Set(h);
-  d_norm_w.Set(norm_w);
-  d_w.Set(w);
-  for (int round = 0; round < 5; ++round) {
-    d_x.Set(std::vector<float>(rows * k, std::nanf("")));
-    ASSERT_TRUE(cuda::LaunchSpin(200, gpu_->stream()).ok());
-    ASSERT_TRUE(cuda::LaunchRmsNormFast(Tensor(), d_h, d_norm_w, 1e-5f, d_x, gpu_->stream()).ok());
-    ASSERT_TRUE(cuda::LaunchGemvSmallM(d_x, d_w, Tensor(), d_out, gpu_->stream()).ok());
-    ExpectClose(d_out.Get(), want, "GEMV after RMSNorm");
+  // 2 rows at K = 4096: the kernel that loads two vectors per step early.
+  for (const auto& [rows, k] : {std::pair<int64_t, int64_t>{3, 2048}, {2, 4096}}) {
+    SCOPED_TRACE(::testing::Message() << rows << " rows, K = " << k);
+    const int64_t n = 1000;
+    std::vector<float> h = RandomValues(rng_, rows * k, dtype(), 2.f);
+    std::vector<float> norm_w = RandomValues(rng_, k, dtype());
+    std::vector<float> w = RandomValues(rng_, n * k, dtype(), 0.05f);
+    std::vector<float> normed(rows * k), want(rows * n);
+    ASSERT_TRUE(cpu_.RmsNorm(HostTensor(h, {rows, k}), HostTensor(norm_w, {k}), 1e-5f,
+                             HostTensor(normed, {rows, k}))
+                    .ok());
+    normed = RoundTo(dtype(), normed);
+    ASSERT_TRUE(cpu_.Linear(HostTensor(normed, {rows, k}), HostTensor(w, {n, k}), Tensor(),
+                            HostTensor(want, {rows, n}))
+                    .ok());
+    DeviceTensor d_h(*gpu_, dtype(), {rows, k}), d_norm_w(*gpu_, dtype(), {k});
+    DeviceTensor d_x(*gpu_, dtype(), {rows, k}), d_w(*gpu_, dtype(), {n, k});
+    DeviceTensor d_out(*gpu_, dtype(), {rows, n});
+    d_h.Set(h);
+    d_norm_w.Set(norm_w);
+    d_w.Set(w);
+    for (int round = 0; round < 5; ++round) {
+      d_x.Set(std::vector<float>(rows * k, std::nanf("")));
+      ASSERT_TRUE(cuda::LaunchSpin(200, gpu_->stream()).ok());
+      ASSERT_TRUE(cuda::LaunchRmsNormFast(Tensor(), d_h, d_norm_w, 1e-5f, d_x, gpu_->stream()).ok());
+      ASSERT_TRUE(cuda::LaunchGemvSmallM(d_x, d_w, Tensor(), d_out, gpu_->stream()).ok());
+      ExpectClose(d_out.Get(), want, "GEMV after RMSNorm");
+    }
   }
 }
 

@@ -96,12 +96,20 @@ void RandomWeightSource::Fill(absl::string_view name, const std::vector<int64_t>
   const int threads = static_cast<int>(std::min<int64_t>(
       std::max(1u, std::thread::hardware_concurrency()), (count + kPerThread - 1) / kPerThread));
   if (threads <= 1) return fill(0, count);
-  std::vector<std::thread> workers;
   const int64_t per = (count + threads - 1) / threads;
-  for (int t = 1; t < threads; ++t) {
-    workers.emplace_back(fill, std::min(count, t * per), std::min(count, (t + 1) * per));
+  std::vector<std::thread> workers;
+  workers.reserve(threads - 1);
+  int64_t done_from = count;  // [done_from, count) is some thread's
+  for (int t = threads - 1; t >= 1; --t) {
+    const int64_t begin = std::min(count, t * per);
+    try {
+      workers.emplace_back(fill, begin, done_from);
+    } catch (...) {
+      break;  // no more threads: the rest is filled here
+    }
+    done_from = begin;
   }
-  fill(0, std::min(count, per));
+  fill(0, done_from);
   for (std::thread& w : workers) w.join();
 }
 

@@ -164,6 +164,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     }
     __syncthreads();
     if (!last) return;
+    __threadfence();  // the other CTAs' reads, counted above, before these writes
     for (int i = tid; i < rows * k_vecs; i += kThreads) {
       reinterpret_cast<uint4*>(norm.residual)[i] = stash[i];  // [rows][k / 8], as stashed
     }

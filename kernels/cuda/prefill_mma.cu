@@ -4,6 +4,7 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "kernels/cuda/prefill_mma.h"
@@ -65,7 +66,9 @@ PrefillMmaReservation MaxPrefillMmaReservation(int head_dim, int num_sms) {
 }
 
 bool PrefillMmaServes(const PrefillAttentionParams& p) {
-  return (p.q.dtype == DType::kBFloat16 || p.q.dtype == DType::kFloat16) &&
+  // The kernel scales the row max once (max(s)·c = max(s·c) needs c > 0).
+  return p.shape.scale > 0.f && std::isfinite(p.shape.scale) &&
+         (p.q.dtype == DType::kBFloat16 || p.q.dtype == DType::kFloat16) &&
          (p.shape.head_dim == 64 || p.shape.head_dim == 128) &&
          (p.cache.block_size == 16 || p.cache.block_size == 32) && p.shape.num_kv_heads > 0 &&
          p.shape.num_heads % p.shape.num_kv_heads == 0;

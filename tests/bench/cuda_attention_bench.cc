@@ -286,6 +286,9 @@ int Run() {
       options.graphs = true;
       options.tune_gemms = false;
       options.fast_kernels = v == 0 ? cuda::FastKernels::All() : cuda::FastKernels::None();
+      // Programmatic launch is one switch per process (pdl.h): the reference
+      // backend made second must not turn it off for the fast one.
+      options.fast_kernels.pdl = true;
       auto backend = cuda::CudaBackend::Create(options);
       if (!backend.ok()) {
         std::fprintf(stderr, "%s\n", backend.status().ToString().c_str());
