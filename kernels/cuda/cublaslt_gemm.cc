@@ -286,8 +286,6 @@ absl::Status CublasLtGemm::Tune(Plan& plan, const std::vector<const LinearLimits
   if (plan.algos.empty() || weights.empty()) return absl::OkStatus();
   const int64_t rows = plan.choice.size() + plan.bucket_begin - 1;  // the bucket's end
   RETURN_IF_ERROR(SetRows(plan, rows));
-  ASSIGN_OR_RETURN(CudaEvent start, CudaEvent::CreateTimed());
-  ASSIGN_OR_RETURN(CudaEvent stop, CudaEvent::CreateTimed());
   // Enough calls to cycle through every layer's weight (up to 64), at least 8.
   const int calls = std::clamp<int>(static_cast<int>(weights.size()), 8, 64);
   const float alpha = 1.f, beta = 0.f;
@@ -311,17 +309,17 @@ absl::Status CublasLtGemm::Tune(Plan& plan, const std::vector<const LinearLimits
       times.emplace_back(INFINITY, c);
       continue;
     }
-    bool failed = run(plan.algos[c], 0) != CUBLAS_STATUS_SUCCESS;  // warm-up
-    // Decode-sized products take a few µs, about what enqueueing one takes:
-    // queue them behind a spin so that the events time the GPU, not the host.
-    RETURN_IF_ERROR(LaunchSpin(kHostEnqueueUs * calls, stream_));
-    RETURN_IF_CUDA_ERROR(cudaEventRecord(start.get(), stream_));
-    for (int i = 0; i < calls && !failed; ++i) failed = run(plan.algos[c], i) != CUBLAS_STATUS_SUCCESS;
-    RETURN_IF_CUDA_ERROR(cudaEventRecord(stop.get(), stream_));
-    RETURN_IF_CUDA_ERROR(cudaEventSynchronize(stop.get()));
-    float ms = 0;
-    RETURN_IF_CUDA_ERROR(cudaEventElapsedTime(&ms, start.get(), stop.get()));
-    times.emplace_back(failed ? INFINITY : ms * 1000.f / calls, c);
+    if (run(plan.algos[c], 0) != CUBLAS_STATUS_SUCCESS) {  // the warm-up
+      times.emplace_back(INFINITY, c);
+      continue;
+    }
+    // A candidate that fails a call is never chosen (Aborted); a CUDA error is the caller's.
+    const absl::StatusOr<float> us = TimeCalls(calls, [&](int i) {
+      return run(plan.algos[c], i) == CUBLAS_STATUS_SUCCESS ? absl::OkStatus()
+                                                            : absl::AbortedError("cublasLtMatmul");
+    });
+    if (!us.ok() && !absl::IsAborted(us.status())) return us.status();
+    times.emplace_back(us.ok() ? *us : INFINITY, c);
   }
   std::stable_sort(times.begin(), times.end());
   if (!std::isfinite(times.front().first)) return absl::OkStatus();  // keep the heuristic's order
@@ -373,18 +371,12 @@ absl::Status CublasLtGemm::Tune(Plan& plan, const std::vector<const LinearLimits
                   << "cuBLASLt serves every GEMM instead: " << agree.message();
     return absl::OkStatus();
   }
-  RETURN_IF_ERROR(LaunchSpin(kHostEnqueueUs * calls, stream_));
-  RETURN_IF_CUDA_ERROR(cudaEventRecord(start.get(), stream_));
-  for (int i = 0; i < calls; ++i) {
-    const LinearLimits& l = *weights[static_cast<size_t>(i) % weights.size()];
-    RETURN_IF_ERROR(LaunchGemvSmallM(xt, l.weight, plan.fused_bias ? l.bias : Tensor(), out_gemv,
-                                     stream_));
-  }
-  RETURN_IF_CUDA_ERROR(cudaEventRecord(stop.get(), stream_));
-  RETURN_IF_CUDA_ERROR(cudaEventSynchronize(stop.get()));
-  float ms = 0;
-  RETURN_IF_CUDA_ERROR(cudaEventElapsedTime(&ms, start.get(), stop.get()));
-  const float gemv_us = ms * 1000.f / calls;
+  ASSIGN_OR_RETURN(const float gemv_us,
+                   TimeCalls(calls, [&](int i) {
+                     const LinearLimits& l = *weights[static_cast<size_t>(i) % weights.size()];
+                     return LaunchGemvSmallM(xt, l.weight, plan.fused_bias ? l.bias : Tensor(),
+                                             out_gemv, stream_);
+                   }));
   if (gemv_us < best_us) {
     plan.gemv = true;
     ++tuning_.plans_gemv;
@@ -392,6 +384,22 @@ absl::Status CublasLtGemm::Tune(Plan& plan, const std::vector<const LinearLimits
   }
   KV_LOG(DEBUG) << "  small-M GEMV: " << gemv_us << " us" << (plan.gemv ? " (chosen)" : "");
   return absl::OkStatus();
+}
+
+absl::StatusOr<float> CublasLtGemm::TimeCalls(int calls,
+                                              const std::function<absl::Status(int)>& call) {
+  ASSIGN_OR_RETURN(CudaEvent start, CudaEvent::CreateTimed());
+  ASSIGN_OR_RETURN(CudaEvent stop, CudaEvent::CreateTimed());
+  // Decode-sized products take a few µs, about what enqueueing one takes:
+  // queue them behind a spin so that the events time the GPU, not the host.
+  RETURN_IF_ERROR(LaunchSpin(kHostEnqueueUs * calls, stream_));
+  RETURN_IF_CUDA_ERROR(cudaEventRecord(start.get(), stream_));
+  for (int i = 0; i < calls; ++i) RETURN_IF_ERROR(call(i));
+  RETURN_IF_CUDA_ERROR(cudaEventRecord(stop.get(), stream_));
+  RETURN_IF_CUDA_ERROR(cudaEventSynchronize(stop.get()));
+  float ms = 0;
+  RETURN_IF_CUDA_ERROR(cudaEventElapsedTime(&ms, start.get(), stop.get()));
+  return ms * 1000.f / calls;
 }
 
 absl::Status CublasLtGemm::TuneSkinny(Plan& plan, const std::vector<const LinearLimits*>& weights,
@@ -402,8 +410,6 @@ absl::Status CublasLtGemm::TuneSkinny(Plan& plan, const std::vector<const Linear
   Tensor out_fast(static_cast<char*>(out_ref.data) + out_ref.bytes(), out_ref.dtype,
                   {rows, first.weight.dim(0)});
   const int calls = std::clamp<int>(static_cast<int>(weights.size()), 8, 64);
-  ASSIGN_OR_RETURN(CudaEvent start, CudaEvent::CreateTimed());
-  ASSIGN_OR_RETURN(CudaEvent stop, CudaEvent::CreateTimed());
   for (int rows_per_cta : {16, 32}) {
     if (!SkinnyMmaServes(xt, first.weight, bias, out_fast, rows_per_cta)) continue;
     RETURN_IF_ERROR(LaunchSkinnyMma(xt, first.weight, bias, out_fast, rows_per_cta, stream_));
@@ -415,18 +421,11 @@ absl::Status CublasLtGemm::TuneSkinny(Plan& plan, const std::vector<const Linear
       plan.skinny = 0;
       return absl::OkStatus();
     }
-    RETURN_IF_ERROR(LaunchSpin(kHostEnqueueUs * calls, stream_));
-    RETURN_IF_CUDA_ERROR(cudaEventRecord(start.get(), stream_));
-    for (int i = 0; i < calls; ++i) {
-      const LinearLimits& l = *weights[static_cast<size_t>(i) % weights.size()];
-      RETURN_IF_ERROR(LaunchSkinnyMma(xt, l.weight, plan.fused_bias ? l.bias : Tensor(), out_fast,
-                                      rows_per_cta, stream_));
-    }
-    RETURN_IF_CUDA_ERROR(cudaEventRecord(stop.get(), stream_));
-    RETURN_IF_CUDA_ERROR(cudaEventSynchronize(stop.get()));
-    float ms = 0;
-    RETURN_IF_CUDA_ERROR(cudaEventElapsedTime(&ms, start.get(), stop.get()));
-    const float us = ms * 1000.f / calls;
+    ASSIGN_OR_RETURN(const float us, TimeCalls(calls, [&](int i) {
+                       const LinearLimits& l = *weights[static_cast<size_t>(i) % weights.size()];
+                       return LaunchSkinnyMma(xt, l.weight, plan.fused_bias ? l.bias : Tensor(),
+                                              out_fast, rows_per_cta, stream_);
+                     }));
     KV_LOG(DEBUG) << "  skinny MMA, " << rows_per_cta << " rows per CTA: " << us << " us";
     if (us < *best_us) {
       if (plan.skinny == 0) ++tuning_.plans_skinny;

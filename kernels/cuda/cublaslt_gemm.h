@@ -37,6 +37,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -141,6 +142,8 @@ class CublasLtGemm {
   /// Times the plan's candidates at its bucket's largest M over `weights`
   /// (and their biases), on scratch activations `x` / `out` large enough,
   /// and sorts them fastest first.
+  // µs per call of `call(i)` for i < calls, queued behind a spin on the stream.
+  absl::StatusOr<float> TimeCalls(int calls, const std::function<absl::Status(int)>& call);
   // Times the skinny MMA kernel (both CTA heights) on a tuned plan's bucket
   // after checking it against cuBLASLt's output in `out_ref`; sets
   // plan.skinny and lowers *best_us when one beats it.
