@@ -47,6 +47,22 @@ class CudaOpsTest : public ::testing::TestWithParam<DType> {
 
   DType dtype() const { return GetParam(); }
 
+  /// x [rows, k] · w [n, k]ᵀ on the CPU, plus `bias` [n] when given.
+  std::vector<float> CpuLinear(const std::vector<float>& x, const std::vector<float>& w,
+                               const std::vector<float>* bias, int64_t rows, int64_t n,
+                               int64_t k) {
+    std::vector<float> want(rows * n);
+    EXPECT_TRUE(cpu_.Linear(HostTensor(x, {rows, k}), HostTensor(w, {n, k}), Tensor(),
+                            HostTensor(want, {rows, n}))
+                    .ok());
+    if (bias != nullptr) {
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t c = 0; c < n; ++c) want[r * n + c] += (*bias)[c];
+      }
+    }
+    return want;
+  }
+
   std::mt19937 rng_{1234};
   CpuBackend cpu_;
   std::unique_ptr<cuda::CudaBackend> gpu_;
@@ -205,15 +221,8 @@ TEST_P(CudaOpsTest, SmallMGemvMatchesTheCpu) {
           std::vector<float> x = RandomValues(rng_, rows * s.k, dtype());
           std::vector<float> w = RandomValues(rng_, s.n * s.k, dtype(), 0.05f);
           std::vector<float> bias = RandomValues(rng_, s.n, out_dtype);
-          std::vector<float> want(rows * s.n);
-          ASSERT_TRUE(cpu_.Linear(HostTensor(x, {rows, s.k}), HostTensor(w, {s.n, s.k}),
-                                  Tensor(), HostTensor(want, {rows, s.n}))
-                          .ok());
-          if (with_bias) {
-            for (int64_t r = 0; r < rows; ++r) {
-              for (int64_t c = 0; c < s.n; ++c) want[r * s.n + c] += bias[c];
-            }
-          }
+          const std::vector<float> want =
+              CpuLinear(x, w, with_bias ? &bias : nullptr, rows, s.n, s.k);
           DeviceTensor d_x(*gpu_, dtype(), {rows, s.k}), d_w(*gpu_, dtype(), {s.n, s.k});
           DeviceTensor d_b(*gpu_, out_dtype, {s.n}), d_out(*gpu_, out_dtype, {rows, s.n});
           d_x.Set(x);
@@ -260,15 +269,8 @@ TEST_P(CudaOpsTest, SkinnyMmaMatchesTheCpu) {
             std::vector<float> x = RandomValues(rng_, rows * s.k, dtype());
             std::vector<float> w = RandomValues(rng_, s.n * s.k, dtype(), 0.05f);
             std::vector<float> bias = RandomValues(rng_, s.n, out_dtype);
-            std::vector<float> want(rows * s.n);
-            ASSERT_TRUE(cpu_.Linear(HostTensor(x, {rows, s.k}), HostTensor(w, {s.n, s.k}),
-                                    Tensor(), HostTensor(want, {rows, s.n}))
-                            .ok());
-            if (with_bias) {
-              for (int64_t r = 0; r < rows; ++r) {
-                for (int64_t c = 0; c < s.n; ++c) want[r * s.n + c] += bias[c];
-              }
-            }
+            const std::vector<float> want =
+                CpuLinear(x, w, with_bias ? &bias : nullptr, rows, s.n, s.k);
             DeviceTensor d_x(*gpu_, dtype(), {rows, s.k}), d_w(*gpu_, dtype(), {s.n, s.k});
             DeviceTensor d_b(*gpu_, out_dtype, {s.n}), d_out(*gpu_, out_dtype, {rows, s.n});
             d_x.Set(x);
