@@ -48,7 +48,7 @@ class CudaOpsTest : public ::testing::TestWithParam<DType> {
   DType dtype() const { return GetParam(); }
 
   /// x [rows, k] · w [n, k]ᵀ on the CPU, plus `bias` [n] when given.
-  std::vector<float> CpuLinear(const std::vector<float>& x, const std::vector<float>& w,
+  std::vector<float> CpuLinear(std::vector<float>& x, std::vector<float>& w,
                                const std::vector<float>* bias, int64_t rows, int64_t n,
                                int64_t k) {
     std::vector<float> want(rows * n);
