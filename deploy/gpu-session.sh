@@ -15,9 +15,11 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 CALL=${1:?usage: deploy/gpu-session.sh 1|2 [BUNDLE]}
+[[ $CALL == 1 || $CALL == 2 ]] || { echo "deploy/gpu-session.sh: call 1 or 2, not $CALL" >&2; exit 2; }
 BUNDLE=${2:-.gpu/bundle.tar.xz}
 OUT_ROOT=${OUT:-$PWD/gpu-check-out}
 B=$(mktemp -d)
+trap 'rm -rf "$B"' EXIT
 tar -C "$B" -xf "$BUNDLE" || exit 2
 export GPU_CHECK_DEVICE=cuda
 case "$CALL" in
@@ -31,9 +33,4 @@ case "$CALL" in
     OUT="$OUT_ROOT/m" GPU_CHECK_BUDGET_S=${BUDGET_M:-60} deploy/gpu-check.sh "$B" memcheck,serve
     OUT="$OUT_ROOT/s" GPU_CHECK_BUDGET_S=${BUDGET_S:-90} deploy/gpu-check.sh "$B" storm
     ;;
-  *)
-    echo "deploy/gpu-session.sh: call 1 or 2, not $CALL" >&2
-    exit 2
-    ;;
 esac
-rm -rf "$B"
