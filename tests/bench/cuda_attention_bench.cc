@@ -74,7 +74,7 @@ struct Case {
 std::vector<Case> Cases() {
   std::vector<Case> cases;
   for (const Heads& h : kHeadShapes) {
-    for (auto [b, l] : {std::pair{1, 256}, {32, 256}, {32, 4096}, {128, 1024}}) {
+    for (auto [b, l] : {std::pair{1, 256}, {1, 512}, {32, 256}, {32, 4096}, {128, 1024}}) {
       cases.push_back({true, b, l, h});
     }
     for (auto [b, s] : {std::pair{1, 2048}, {8, 2048}}) cases.push_back({false, b, s, h});
