@@ -17,12 +17,14 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cuda/cublaslt_gemm.h"
 #include "kernels/cuda/decode_attention.h"
 #include "kernels/cuda/device_error.h"
 #include "kernels/cuda/dispatch.h"
+#include "kernels/cuda/fast_kernels.h"
 #include "kernels/cuda/flash_decode.h"
 #include "kernels/cuda/flash_decode_layout.h"
 #include "kernels/cuda/prefill_mma.h"
@@ -463,6 +465,33 @@ TEST(DispatchTest, TheWarpLayoutRuleRefuses80) {
   static_assert(IsAttentionHeadDim(96));
   static_assert(IsAttentionHeadDim(16));
   for (int dim : kServedHeadDims) EXPECT_TRUE(IsAttentionHeadDim(dim)) << dim;
+}
+
+// --cuda_fast_kernels: all, none, or a list of names, each name of the
+// list turning one kernel on; an unknown name is refused naming the list.
+TEST(FastKernelsTest, ListsTurnOnExactlyTheirKernels) {
+  const cuda::FastKernels all = cuda::FastKernels::All();
+  EXPECT_EQ(all.ToString(),
+            "flash_decode,prefill_mma,rope_kv_write,rmsnorm,gemv_small_m,gemv_silu_mul,"
+            "gemm_skinny_mma,gemv_rmsnorm,pdl");
+  EXPECT_EQ(cuda::FastKernels::None().ToString(), "none");
+  for (const char* spec : {"all", "true"}) {
+    absl::StatusOr<cuda::FastKernels> k = cuda::FastKernels::Parse(spec);
+    ASSERT_TRUE(k.ok()) << spec;
+    EXPECT_EQ(k->ToString(), all.ToString()) << spec;
+  }
+  absl::StatusOr<cuda::FastKernels> some = cuda::FastKernels::Parse(" gemm_skinny_mma , pdl ");
+  ASSERT_TRUE(some.ok()) << some.status();
+  EXPECT_TRUE(some->gemm_skinny_mma);
+  EXPECT_TRUE(some->pdl);
+  EXPECT_FALSE(some->gemv_small_m);
+  EXPECT_FALSE(some->gemv_rmsnorm);
+  EXPECT_EQ(some->ToString(), "gemm_skinny_mma,pdl");
+  absl::StatusOr<cuda::FastKernels> bad = cuda::FastKernels::Parse("flash_decode,gemv");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()),
+              ::testing::AllOf(::testing::HasSubstr("\"gemv\""),
+                               ::testing::HasSubstr("gemv_rmsnorm")));
 }
 
 TEST(CublasLtBucketTest, PowersOfTwoThen256Steps) {
