@@ -354,7 +354,10 @@ TEST_P(CudaOpsTest, RmsNormGemvMatchesTheCpu) {
       }
     }
   }
-  // Through the backend as the model calls it (fused or not, as tuning chose).
+  // Through the backend as the model calls it. No Warmup has tuned this
+  // backend's plans, so this is the unfused path (norm or SiLU·mul, then
+  // Linear); the fused one serves where tuning picks the GEMV, which
+  // cuda_engine_test's decode steps exercise.
   const int64_t rows = 2, k = 512, n = 96;
   std::vector<float> residual = RandomValues(rng_, rows * k, dtype(), 3.f);
   std::vector<float> delta = RandomValues(rng_, rows * k, dtype());
@@ -454,7 +457,10 @@ TEST_P(CudaOpsTest, SiluMulGemvMatchesTheCpu) {
       }
     }
   }
-  // Through the backend as the model calls it (fused or not, as tuning chose).
+  // Through the backend as the model calls it. No Warmup has tuned this
+  // backend's plans, so this is the unfused path (norm or SiLU·mul, then
+  // Linear); the fused one serves where tuning picks the GEMV, which
+  // cuda_engine_test's decode steps exercise.
   const int64_t rows = 3, n = 96, k = 512;
   std::vector<float> gate_up = RandomValues(rng_, rows * 2 * k, dtype(), 3.f);
   std::vector<float> w = RandomValues(rng_, n * k, dtype(), 0.05f);
