@@ -115,7 +115,8 @@ class AuthBinaryTest(unittest.TestCase):
             self.assertEqual(status, 200)
             model = reply["data"][0]["id"]
             status, _, reply = self.http("POST", "/v1/completions", token=token,
-                                         body={"model": model, "prompt": "hi", "max_tokens": 2})
+                                         body={"model": model, "prompt": "hi", "max_tokens": 2,
+                                               "ignore_eos": True})
             self.assertEqual(status, 200, reply)
             self.assertEqual(reply["usage"]["completion_tokens"], 2)
             status, _, reply = self.http(

@@ -23,7 +23,8 @@ from http_api_test import DEADLINE_S, start_server, stop_server
 
 # What a smuggler appends to the body: answered, it would show the model list.
 SMUGGLED = b"GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n"
-BODY = json.dumps({"prompt": "Hi", "max_tokens": 2}).encode()
+# ignore_eos: a sampled EOS must not end the two tokens the tests count.
+BODY = json.dumps({"prompt": "Hi", "max_tokens": 2, "ignore_eos": True}).encode()
 
 
 def exchange(port, data):

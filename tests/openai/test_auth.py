@@ -30,7 +30,8 @@ class AuthTest(ServerTestCase):
 
     def test_the_right_key_completes_and_streams(self):
         completion = self.client.completions.create(model=self.model, prompt="Hello",
-                                                    max_tokens=3)
+                                                    max_tokens=3,
+                                                    extra_body={"ignore_eos": True})
         self.assertEqual(completion.usage.completion_tokens, 3)
         chunks = list(self.client.chat.completions.create(model=self.model, messages=MESSAGES,
                                                           max_tokens=3, stream=True))
