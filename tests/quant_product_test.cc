@@ -77,8 +77,11 @@ TEST(QuantProductTest, EveryFormatAndInstructionSetMatchesTheDoubleSum) {
   for (DType dtype : kBlockFormats) {
     const bool k_quant = BlockFormatOf(dtype).k_quant;
     // k: one block, an odd number of 32-blocks (the AVX-512 half step), a
-    // model width; m: one row, the 4-row block and its remainders, more than
-    // a 64-row pass; n: not a multiple of the 4-row or 16-row tiles.
+    // model width; m: one row, the 4-row block and its remainders, the
+    // fused kernels' most (8), the panel's 8-row block and its remainders
+    // (9, 70), more than a 64-row pass, and at the smallest k more than the
+    // panel's 256-row pass (270); n: not a multiple of the 4-row or 16-row
+    // tiles.
     const std::vector<int> ks = k_quant ? std::vector<int>{256, 768, 2048}
                                         : std::vector<int>{32, 96, 576, 2048};
     for (const std::string& isa : isas) {
@@ -87,6 +90,8 @@ TEST(QuantProductTest, EveryFormatAndInstructionSetMatchesTheDoubleSum) {
           CheckProduct({dtype, m, k, 37}, isa, rng);
           if (HasFatalFailure()) return;
         }
+        if (k == ks.front()) CheckProduct({dtype, 270, k, 37}, isa, rng);
+        if (HasFatalFailure()) return;
       }
     }
   }

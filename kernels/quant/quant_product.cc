@@ -46,12 +46,12 @@ static inline float Sum(__m512 v) {
 #include "kernels/quant/tile.inc"
 #include "kernels/quant/group_sums_avx512.inc"
 #include "kernels/quant/fused_dot_avx512.inc"
-#include "kernels/quant/packed_tile_avx512.inc"
+#include "kernels/quant/panel_product_avx512.inc"
 
 static void ProductOrFused(const QuantizedActivations& a, const void* weights, int n_begin,
                            int n_end, float* y, int64_t ldy) {
   if (FusedServes(a)) return FusedProduct(a, weights, n_begin, n_end, y, ldy);
-  PackedProduct(a, weights, n_begin, n_end, y, ldy);
+  PanelProduct(a, weights, n_begin, n_end, y, ldy);
 }
 }  // namespace avx512vnni
 #if defined(__clang__)
