@@ -1,5 +1,7 @@
 #include "kernels/quant/quantized_activations.h"
 
+#include <emmintrin.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -18,6 +20,34 @@ int NearestInt(float v) {
   return (bits & 0x007fffff) - 0x00400000;
 }
 
+// max |x[i]| over n values (n a multiple of 16), with SSE2 (every x86-64 has
+// it) in four independent chains: a scalar loop of max and fabs was half of
+// rounding a prefill's activations. A NaN is skipped, as the scalar
+// comparisons skip it (maxps returns its second operand when either is NaN).
+const __m128 kMagnitudeBits = _mm_castsi128_ps(_mm_set1_epi32(0x7fffffff));
+
+float MaxMagnitude(const float* x, int n) {
+  __m128 amax[4] = {_mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_ps()};
+  for (int i = 0; i < n; i += 16) {
+    for (int c = 0; c < 4; ++c) {
+      amax[c] = _mm_max_ps(_mm_and_ps(_mm_loadu_ps(x + i + 4 * c), kMagnitudeBits), amax[c]);
+    }
+  }
+  alignas(16) float lanes[4];
+  _mm_store_ps(lanes, _mm_max_ps(_mm_max_ps(amax[0], amax[1]), _mm_max_ps(amax[2], amax[3])));
+  return std::max(std::max(lanes[0], lanes[1]), std::max(lanes[2], lanes[3]));
+}
+
+// The first i with |x[i]| == magnitude (n a multiple of 4; one exists).
+int FirstWithMagnitude(const float* x, int n, float magnitude) {
+  const __m128 m = _mm_set1_ps(magnitude);
+  for (int i = 0; i < n; i += 4) {
+    const int hits = _mm_movemask_ps(_mm_cmpeq_ps(_mm_and_ps(_mm_loadu_ps(x + i), kMagnitudeBits), m));
+    if (hits != 0) return i + __builtin_ctz(static_cast<unsigned>(hits));
+  }
+  return 0;
+}
+
 // ggml's Q8_0 (and Q8_1) activation blocks as its x86 SIMD quantize_row_q8_0
 // makes them, which is what llama.cpp runs on the CPUs kvserve runs on: 32
 // values, d = max|x| / 127 kept as float16 (what the dot products multiply
@@ -25,8 +55,7 @@ int NearestInt(float v) {
 // rounds x · (1 / d) half away from zero: the same but for ties and the
 // last bit of the multiplier.)
 void RoundQ8_0(const float* x, int8_t* q, float* d_out) {
-  float amax = 0;
-  for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[i]));
+  const float amax = MaxMagnitude(x, 32);
   const float d = amax / 127.f;
   const float id = amax != 0 ? 127.f / amax : 0.f;
   for (int i = 0; i < 32; ++i) q[i] = static_cast<int8_t>(NearestInt(x[i] * id));
@@ -35,18 +64,15 @@ void RoundQ8_0(const float* x, int8_t* q, float* d_out) {
 
 // ggml's quantize_row_q8_K_ref: 256 values, float32 scale.
 void RoundQ8_K(const float* x, int8_t* q, float* d_out) {
-  float amax = 0, max = 0;
-  for (int i = 0; i < 256; ++i) {
-    if (std::fabs(x[i]) > amax) {
-      amax = std::fabs(x[i]);
-      max = x[i];
-    }
-  }
+  // The value of largest magnitude, the first of equal ones (ggml's loop
+  // keeps the first: its comparison is strict).
+  const float amax = MaxMagnitude(x, 256);
   if (amax == 0) {
     std::fill(q, q + 256, int8_t{0});
     *d_out = 0;
     return;
   }
+  const float max = x[FirstWithMagnitude(x, 256, amax)];
   const float iscale = -127.f / max;
   for (int i = 0; i < 256; ++i) q[i] = static_cast<int8_t>(std::min(127, NearestInt(iscale * x[i])));
   *d_out = 1 / iscale;
