@@ -5,7 +5,6 @@
 // Memory: the prefill keeps one head's K and V contiguous (O(n·d)) and scores
 // for a chunk of 64 query rows (O(64·n)); the decode keeps one row of scores
 // per query head. Never the n×n matrix.
-#include <cblas.h>
 
 #include <algorithm>
 #include <cstring>
@@ -14,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "kernels/attention_math.h"
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/gemm_nn.h"
 #include "kernels/cpu/thread_pool.h"
 #include "base/ceil_div.h"
 
@@ -114,32 +114,44 @@ void GatherHead(const PagedRows& rows, int n, int dim, float* out) {
   for (int j = 0; j < n; ++j) std::memcpy(out + int64_t(j) * dim, rows.Row(j), sizeof(float) * dim);
 }
 
-// Rows of one prefill chunk handled per GEMM: scores are at most
+// The first `n` tokens of one KV head's K, transposed: out[d][j] = K[j][d]
+// ([D, n]), so that S = Q·Kᵀ is a product of row-major matrices.
+void GatherHeadTransposed(const PagedRows& rows, int n, int dim, float* out) {
+  for (int j = 0; j < n; ++j) {
+    const float* v = rows.Row(j);
+    for (int d = 0; d < dim; ++d) out[int64_t(d) * n + j] = v[d];
+  }
+}
+
+// Rows of one prefill chunk handled per product: scores are at most
 // kPrefillQueryChunk × context floats per head (never the n×n matrix).
 constexpr int kPrefillQueryChunk = 64;
 
 // Causal attention of `q_len` query rows (the last ones of a `context`-token
 // sequence) for one query head, as the reference writes it, a chunk of rows
-// at a time: S = Q·Kᵀ·scale (GEMM), mask keys after each row's position,
-// guarded softmax, O = P·V (GEMM). `q` and `out` rows are `row_stride` apart.
-void PrefillHead(const float* q, int64_t row_stride, int q_len, int context, const float* k,
+// at a time: S = Q·Kᵀ, scaled and masked (keys after each row's position),
+// guarded softmax, O = P·V. `q` and `out` rows are `row_stride` apart; `k_t`
+// is Kᵀ ([D, context]), `v` is V ([context, D]). The products are
+// gemm_nn.h's (OpenBLAS's SSE3 sgemm on this CPU was an eighth of a
+// quantized model's prefill).
+void PrefillHead(const float* q, int64_t row_stride, int q_len, int context, const float* k_t,
                  const float* v, int dim, float scale, std::vector<float>& scores, float* out) {
   for (int r0 = 0; r0 < q_len; r0 += kPrefillQueryChunk) {
     const int rows = std::min(kPrefillQueryChunk, q_len - r0);
     const int first_pos = context - q_len + r0;
     const int num_keys = first_pos + rows;  // the chunk's last row sees this many keys
     scores.resize(size_t(rows) * num_keys);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, num_keys, dim, scale,
-                q + r0 * row_stride, static_cast<int>(row_stride), k, dim, 0.f, scores.data(),
-                num_keys);
+    ProductNN(q + r0 * row_stride, row_stride, k_t, context, rows, dim, num_keys, scores.data(),
+              num_keys);
     for (int r = 0; r < rows; ++r) {
       float* s = &scores[size_t(r) * num_keys];
       const int visible = first_pos + r + 1;  // keys 0..position
+      for (int j = 0; j < visible; ++j) s[j] *= scale;
       GuardedSoftmaxInPlace(s, visible);
       std::fill(s + visible, s + num_keys, 0.f);  // masked: exactly zero weight
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, dim, num_keys, 1.f, scores.data(),
-                num_keys, v, dim, 0.f, out + r0 * row_stride, static_cast<int>(row_stride));
+    ProductNN(scores.data(), num_keys, v, dim, rows, num_keys, dim, out + r0 * row_stride,
+              row_stride);
   }
 }
 
@@ -184,7 +196,7 @@ absl::Status PrefillAttention(const PrefillAttentionParams& p) {
   }
   // One work item per (sequence, KV head); its GEMMs run single-threaded.
   ThreadPool::Shared().ParallelFor(p.num_seqs * shape.num_kv_heads, [&](int item) {
-    thread_local std::vector<float> scores, k_rows, v_rows;
+    thread_local std::vector<float> scores, k_t, v_rows;
     const int b = item / shape.num_kv_heads, kvh = item % shape.num_kv_heads;
     const int q_begin = cu[b], q_len = cu[b + 1] - cu[b];
     const int context = p.context_lens.as<int32_t>()[b];
@@ -193,15 +205,15 @@ absl::Status PrefillAttention(const PrefillAttentionParams& p) {
                          int64_t(shape.num_kv_heads) * dim, int64_t(kvh) * dim};
     PagedRows values = keys;
     values.base = p.cache.v.as<float>();
-    // K and V of this head, contiguous: O(n·d), read by every query head of the group.
-    k_rows.resize(size_t(context) * dim);
+    // Kᵀ and V of this head, contiguous: O(n·d), read by every query head of the group.
+    k_t.resize(size_t(context) * dim);
     v_rows.resize(size_t(context) * dim);
-    GatherHead(keys, context, dim, k_rows.data());
+    GatherHeadTransposed(keys, context, dim, k_t.data());
     GatherHead(values, context, dim, v_rows.data());
     const int64_t row_stride = int64_t(shape.num_heads) * dim;
     for (int g = 0; g < group; ++g) {
       const int64_t offset = int64_t(q_begin) * row_stride + int64_t(kvh * group + g) * dim;
-      PrefillHead(p.q.as<float>() + offset, row_stride, q_len, context, k_rows.data(),
+      PrefillHead(p.q.as<float>() + offset, row_stride, q_len, context, k_t.data(),
                   v_rows.data(), dim, shape.scale, scores, p.out.as<float>() + offset);
     }
   });

@@ -1,0 +1,123 @@
+// ProductNN (gemm_nn.h): an AVX-512 register block of 6 rows × 32 columns
+// (12 accumulators: per step of k, 2 vectors of B and 6 broadcasts of A feed
+// 12 multiply-adds), chosen at run time, and a plain loop for other CPUs.
+#include "kernels/cpu/gemm_nn.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+
+namespace kvserve::cpu {
+namespace {
+
+// The fallback, in an order the compiler vectorizes (j innermost).
+void PortableNN(const float* a, int64_t lda, const float* b, int64_t ldb, int m, int k, int n,
+                float* c, int64_t ldc) {
+  for (int r = 0; r < m; ++r) {
+    float* cr = c + r * ldc;
+    std::fill(cr, cr + n, 0.f);
+    for (int i = 0; i < k; ++i) {
+      const float ari = a[r * lda + i];
+      const float* bi = b + i * ldb;
+      for (int j = 0; j < n; ++j) cr[j] += ari * bi[j];
+    }
+  }
+}
+
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f,fma"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx512f,fma")
+#endif
+namespace avx512 {
+
+constexpr int kMR = 6, kNR = 32;
+
+// Rows r .. r + MR - 1 of C, columns j .. j + 31 (the first `cols` stored).
+template <int MR>
+void Block(const float* a, int64_t lda, const float* b, int64_t ldb, int k, int cols, float* c,
+           int64_t ldc) {
+  const __mmask16 m0 = cols >= 16 ? 0xffff : static_cast<__mmask16>((1u << cols) - 1);
+  const __mmask16 m1 = cols >= 32 ? 0xffff : cols <= 16 ? 0 : static_cast<__mmask16>((1u << (cols - 16)) - 1);
+  __m512 acc[MR][2];
+  for (int r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+  for (int i = 0; i < k; ++i) {
+    const __m512 b0 = _mm512_maskz_loadu_ps(m0, b + i * ldb);
+    const __m512 b1 = _mm512_maskz_loadu_ps(m1, b + i * ldb + 16);
+    for (int r = 0; r < MR; ++r) {
+      const __m512 ar = _mm512_set1_ps(a[r * lda + i]);
+      acc[r][0] = _mm512_fmadd_ps(ar, b0, acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(ar, b1, acc[r][1]);
+    }
+  }
+  for (int r = 0; r < MR; ++r) {
+    _mm512_mask_storeu_ps(c + r * ldc, m0, acc[r][0]);
+    _mm512_mask_storeu_ps(c + r * ldc + 16, m1, acc[r][1]);
+  }
+}
+
+// Column blocks outside, so a 32-column strip of B (k × 128 bytes) stays in
+// L1 while every block of rows runs against it.
+void NN(const float* a, int64_t lda, const float* b, int64_t ldb, int m, int k, int n, float* c,
+        int64_t ldc) {
+  for (int j = 0; j < n; j += kNR) {
+    const int cols = std::min(kNR, n - j);
+    int r = 0;
+    for (; r + kMR <= m; r += kMR) Block<kMR>(a + r * lda, lda, b + j, ldb, k, cols, c + r * ldc + j, ldc);
+    switch (m - r) {
+      case 5: Block<5>(a + r * lda, lda, b + j, ldb, k, cols, c + r * ldc + j, ldc); break;
+      case 4: Block<4>(a + r * lda, lda, b + j, ldb, k, cols, c + r * ldc + j, ldc); break;
+      case 3: Block<3>(a + r * lda, lda, b + j, ldb, k, cols, c + r * ldc + j, ldc); break;
+      case 2: Block<2>(a + r * lda, lda, b + j, ldb, k, cols, c + r * ldc + j, ldc); break;
+      case 1: Block<1>(a + r * lda, lda, b + j, ldb, k, cols, c + r * ldc + j, ldc); break;
+      default: break;
+    }
+  }
+}
+
+}  // namespace avx512
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+
+using NNFn = void (*)(const float*, int64_t, const float*, int64_t, int, int, int, float*, int64_t);
+struct Choice {
+  const char* isa;
+  NNFn fn;
+};
+
+const std::vector<Choice>& Runnable() {
+  static const std::vector<Choice> all = [] {
+    std::vector<Choice> out;
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) out.push_back({"avx512f", avx512::NN});
+    out.push_back({"portable", PortableNN});
+    return out;
+  }();
+  return all;
+}
+
+}  // namespace
+
+void ProductNN(const float* a, int64_t lda, const float* b, int64_t ldb, int m, int k, int n,
+               float* c, int64_t ldc) {
+  Runnable().front().fn(a, lda, b, ldb, m, k, n, c, ldc);
+}
+
+std::vector<std::string> ProductNNRunnableIsas() {
+  std::vector<std::string> out;
+  for (const Choice& choice : Runnable()) out.push_back(choice.isa);
+  return out;
+}
+
+void ProductNNWithIsa(absl::string_view isa, const float* a, int64_t lda, const float* b,
+                      int64_t ldb, int m, int k, int n, float* c, int64_t ldc) {
+  for (const Choice& choice : Runnable()) {
+    if (choice.isa == isa) return choice.fn(a, lda, b, ldb, m, k, n, c, ldc);
+  }
+}
+
+}  // namespace kvserve::cpu
