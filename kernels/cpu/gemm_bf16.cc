@@ -42,7 +42,18 @@ void Block(const uint16_t* x, int k, const uint16_t* w, float* y, int64_t ldy) {
   __m512 acc[MR][NR];
   for (int r = 0; r < MR; ++r)
     for (int j = 0; j < NR; ++j) acc[r][j] = _mm512_setzero_ps();
-  for (int i = 0; i < k; i += 32) {
+  // Whole steps with plain loads (a mask computed for each of the 8 loads of
+  // a step cost a tenth of a bf16 prefill), then the tail masked.
+  int i = 0;
+  for (; i + 32 <= k; i += 32) {
+    __m512bh wv[NR];
+    for (int j = 0; j < NR; ++j) wv[j] = (__m512bh)_mm512_loadu_si512(w + int64_t(j) * k + i);
+    for (int r = 0; r < MR; ++r) {
+      const __m512bh xv = (__m512bh)_mm512_loadu_si512(x + int64_t(r) * k + i);
+      for (int j = 0; j < NR; ++j) acc[r][j] = _mm512_dpbf16_ps(acc[r][j], xv, wv[j]);
+    }
+  }
+  if (i < k) {
     __m512bh wv[NR];
     for (int j = 0; j < NR; ++j) wv[j] = Load(w + int64_t(j) * k, i, k);
     for (int r = 0; r < MR; ++r) {
