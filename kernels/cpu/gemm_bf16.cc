@@ -42,8 +42,8 @@ void Block(const uint16_t* x, int k, const uint16_t* w, float* y, int64_t ldy) {
   __m512 acc[MR][NR];
   for (int r = 0; r < MR; ++r)
     for (int j = 0; j < NR; ++j) acc[r][j] = _mm512_setzero_ps();
-  // Whole steps with plain loads (a mask computed for each of the 8 loads of
-  // a step cost a tenth of a bf16 prefill), then the tail masked.
+  // Whole steps with plain loads, then the tail masked: the whole steps need
+  // no mask computed for each of their 8 loads.
   int i = 0;
   for (; i + 32 <= k; i += 32) {
     __m512bh wv[NR];
