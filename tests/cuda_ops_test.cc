@@ -63,6 +63,32 @@ class CudaOpsTest : public ::testing::TestWithParam<DType> {
     return want;
   }
 
+  /// A random x [rows, k] · w [n, k]ᵀ (+ bias [n]) on the device, the output
+  /// in `out_dtype`, and the CPU's answer: what every GEMV / GEMM kernel test
+  /// starts from.
+  struct LinearProblem {
+    LinearProblem(cuda::CudaBackend& gpu, DType dtype, DType out_dtype, int64_t rows, int64_t n,
+                  int64_t k)
+        : x(gpu, dtype, {rows, k}), w(gpu, dtype, {n, k}), bias(gpu, out_dtype, {n}),
+          out(gpu, out_dtype, {rows, n}) {}
+    DeviceTensor x, w, bias, out;
+    Tensor bias_or_none;  // `bias`, or no tensor when the problem has none
+    std::vector<float> want;
+  };
+  std::unique_ptr<LinearProblem> RandomLinear(int64_t rows, int64_t n, int64_t k, bool with_bias,
+                                              DType out_dtype) {
+    auto p = std::make_unique<LinearProblem>(*gpu_, dtype(), out_dtype, rows, n, k);
+    std::vector<float> x = RandomValues(rng_, rows * k, dtype());
+    std::vector<float> w = RandomValues(rng_, n * k, dtype(), 0.05f);
+    std::vector<float> bias = RandomValues(rng_, n, out_dtype);
+    p->want = CpuLinear(x, w, with_bias ? &bias : nullptr, rows, n, k);
+    p->x.Set(x);
+    p->w.Set(w);
+    p->bias.Set(bias);
+    p->bias_or_none = with_bias ? p->bias.tensor() : Tensor();
+    return p;
+  }
+
   std::mt19937 rng_{1234};
   CpuBackend cpu_;
   std::unique_ptr<cuda::CudaBackend> gpu_;
@@ -218,20 +244,11 @@ TEST_P(CudaOpsTest, SmallMGemvMatchesTheCpu) {
           SCOPED_TRACE(::testing::Message() << "[" << rows << ", " << s.k << "] x [" << s.n
                                             << ", " << s.k << "]ᵀ, bias " << with_bias << ", out "
                                             << DTypeName(out_dtype));
-          std::vector<float> x = RandomValues(rng_, rows * s.k, dtype());
-          std::vector<float> w = RandomValues(rng_, s.n * s.k, dtype(), 0.05f);
-          std::vector<float> bias = RandomValues(rng_, s.n, out_dtype);
-          const std::vector<float> want =
-              CpuLinear(x, w, with_bias ? &bias : nullptr, rows, s.n, s.k);
-          DeviceTensor d_x(*gpu_, dtype(), {rows, s.k}), d_w(*gpu_, dtype(), {s.n, s.k});
-          DeviceTensor d_b(*gpu_, out_dtype, {s.n}), d_out(*gpu_, out_dtype, {rows, s.n});
-          d_x.Set(x);
-          d_w.Set(w);
-          d_b.Set(bias);
-          const Tensor b = with_bias ? d_b.tensor() : Tensor();
-          ASSERT_TRUE(cuda::GemvSmallMServes(d_x, d_w, b, d_out));
-          ASSERT_TRUE(cuda::LaunchGemvSmallM(d_x, d_w, b, d_out, gpu_->stream()).ok());
-          ExpectClose(d_out.Get(), want, "GemvSmallM");
+          const auto p = RandomLinear(rows, s.n, s.k, with_bias, out_dtype);
+          ASSERT_TRUE(cuda::GemvSmallMServes(p->x, p->w, p->bias_or_none, p->out));
+          ASSERT_TRUE(
+              cuda::LaunchGemvSmallM(p->x, p->w, p->bias_or_none, p->out, gpu_->stream()).ok());
+          ExpectClose(p->out.Get(), p->want, "GemvSmallM");
         }
       }
     }
@@ -266,22 +283,13 @@ TEST_P(CudaOpsTest, SkinnyMmaMatchesTheCpu) {
                          << "[" << rows << ", " << s.k << "] x [" << s.n << ", " << s.k
                          << "]ᵀ, " << rows_per_cta << " rows per CTA, bias " << with_bias
                          << ", out " << DTypeName(out_dtype));
-            std::vector<float> x = RandomValues(rng_, rows * s.k, dtype());
-            std::vector<float> w = RandomValues(rng_, s.n * s.k, dtype(), 0.05f);
-            std::vector<float> bias = RandomValues(rng_, s.n, out_dtype);
-            const std::vector<float> want =
-                CpuLinear(x, w, with_bias ? &bias : nullptr, rows, s.n, s.k);
-            DeviceTensor d_x(*gpu_, dtype(), {rows, s.k}), d_w(*gpu_, dtype(), {s.n, s.k});
-            DeviceTensor d_b(*gpu_, out_dtype, {s.n}), d_out(*gpu_, out_dtype, {rows, s.n});
-            d_x.Set(x);
-            d_w.Set(w);
-            d_b.Set(bias);
-            d_out.Set(std::vector<float>(rows * s.n, std::nanf("")));  // every output written
-            const Tensor b = with_bias ? d_b.tensor() : Tensor();
-            ASSERT_TRUE(cuda::SkinnyMmaServes(d_x, d_w, b, d_out, rows_per_cta));
-            ASSERT_TRUE(
-                cuda::LaunchSkinnyMma(d_x, d_w, b, d_out, rows_per_cta, gpu_->stream()).ok());
-            ExpectClose(d_out.Get(), want, "SkinnyMma");
+            const auto p = RandomLinear(rows, s.n, s.k, with_bias, out_dtype);
+            p->out.Set(std::vector<float>(rows * s.n, std::nanf("")));  // every output written
+            ASSERT_TRUE(cuda::SkinnyMmaServes(p->x, p->w, p->bias_or_none, p->out, rows_per_cta));
+            ASSERT_TRUE(cuda::LaunchSkinnyMma(p->x, p->w, p->bias_or_none, p->out, rows_per_cta,
+                                              gpu_->stream())
+                            .ok());
+            ExpectClose(p->out.Get(), p->want, "SkinnyMma");
           }
         }
       }
