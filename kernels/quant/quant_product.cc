@@ -28,6 +28,7 @@ static inline float Half(const uint8_t* p) {
   return _cvtsh_ss(h);
 }
 #include "kernels/quant/unpack_blocks.inc"
+#include "kernels/quant/codes_avx2.inc"
 #include "kernels/quant/unpack_blocks_avx2.inc"
 
 // Halving adds, the halves swapped by a shuffle (GCC 12's extract and reduce
@@ -67,60 +68,8 @@ static void ProductOrFused(const QuantizedActivations& a, const void* weights, i
 #pragma GCC target("avx2,fma,f16c")
 #endif
 namespace avx2 {
-static inline float Half(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return _cvtsh_ss(h);
-}
-#include "kernels/quant/unpack_blocks.inc"
-#include "kernels/quant/unpack_blocks_avx2.inc"
-#include "kernels/quant/tile.inc"
-
-constexpr int kMaxRowsOfW = 2, kMaxRowsOfX = 2;
-
-// 32 codes per step. pmaddubsw multiplies unsigned by signed bytes and
-// saturates pairs at 16 bits, so the codes are made signed (c = u - o, |c| ≤
-// 128) and llama.cpp's identity c·x = |c| · (x with c's sign) keeps each pair
-// within 2·128·127; pmaddwd by ones then gives the 8 lanes of 4.
-template <int NR, int MR>
-static void DotBlock(const UnpackedRow* w, const QuantizedActivations& a, int r,
-                     const BlockFormat& format, float* y, int64_t ldy) {
-  const int k = a.k;
-  const __m256i offset = _mm256_set1_epi8(static_cast<char>(format.code_offset));
-  const __m256i ones = _mm256_set1_epi16(1);
-  __m256 acc[MR][NR];
-  for (int i = 0; i < MR; ++i)
-    for (int j = 0; j < NR; ++j) acc[i][j] = _mm256_setzero_ps();
-  for (int c = 0; c < k; c += 32) {
-    __m256i code[NR], magnitude[NR];
-    __m256 ws[NR];
-    for (int j = 0; j < NR; ++j) {
-      code[j] = _mm256_sub_epi8(
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[j].u + c)), offset);
-      magnitude[j] = _mm256_abs_epi8(code[j]);
-      ws[j] = _mm256_loadu_ps(w[j].lane_scale + c / 4);
-    }
-    for (int i = 0; i < MR; ++i) {
-      const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.q_row(r + i) + c));
-      const __m256 xs = _mm256_loadu_ps(a.scale_row(r + i) + c / 4);
-      for (int j = 0; j < NR; ++j) {
-        const __m256i pairs = _mm256_maddubs_epi16(magnitude[j], _mm256_sign_epi8(xq, code[j]));
-        const __m256i dot = _mm256_madd_epi16(pairs, ones);
-        acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(ws[j], xs), acc[i][j]);
-      }
-    }
-  }
-  for (int i = 0; i < MR; ++i) {
-    for (int j = 0; j < NR; ++j) {
-      __m128 s = _mm_add_ps(_mm256_castps256_ps128(acc[i][j]), _mm256_extractf128_ps(acc[i][j], 1));
-      s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-      s = _mm_add_ss(s, _mm_movehdup_ps(s));
-      y[i * ldy + j] = _mm_cvtss_f32(s);
-    }
-  }
-}
-
-#include "kernels/quant/quant_product_driver.inc"
+#include "kernels/quant/codes_avx2.inc"
+#include "kernels/quant/fused_dot_avx2.inc"
 }  // namespace avx2
 #if defined(__clang__)
 #pragma clang attribute pop
