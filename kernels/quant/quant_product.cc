@@ -45,6 +45,7 @@ static inline float Sum(__m512 v) {
 }
 
 #include "kernels/quant/tile.inc"
+#include "kernels/quant/x_groups.inc"
 #include "kernels/quant/group_sums_avx512.inc"
 #include "kernels/quant/fused_dot_avx512.inc"
 #include "kernels/quant/panel_product_avx512.inc"
@@ -68,8 +69,18 @@ static void ProductOrFused(const QuantizedActivations& a, const void* weights, i
 #pragma GCC target("avx2,fma,f16c")
 #endif
 namespace avx2 {
+static inline float Half(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return _cvtsh_ss(h);
+}
+#include "kernels/quant/unpack_blocks.inc"
 #include "kernels/quant/codes_avx2.inc"
+#include "kernels/quant/unpack_blocks_avx2.inc"
+#include "kernels/quant/tile.inc"
+#include "kernels/quant/x_groups.inc"
 #include "kernels/quant/fused_dot_avx2.inc"
+#include "kernels/quant/panel_product_avx2.inc"
 }  // namespace avx2
 #if defined(__clang__)
 #pragma clang attribute pop
@@ -129,7 +140,7 @@ std::vector<Choice> Runnable() {
     out.push_back({"avx512vnni", avx512vnni::ProductOrFused});
   }
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-    out.push_back({"avx2", avx2::Product});
+    out.push_back({"avx2", avx2::ProductOrPanel});
   }
   out.push_back({"scalar", scalar::Product});
   return out;
