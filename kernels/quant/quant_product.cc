@@ -83,14 +83,15 @@ static inline float Half(const uint8_t* p) {
 #include "kernels/quant/panel_product_avx2.inc"
 #include "kernels/quant/register_panel_avx2.inc"
 
-// Batches and prefill through the stored panel; decode batches of Q4_0 and
-// Q4_1 through the register panel, of the other formats fused.
+// Batches and prefill through the stored panel; decode batches of Q4_0,
+// Q4_1 and Q4_K through the register panel, of the other formats fused.
 static void ProductOrPanel(const QuantizedActivations& a, const void* weights, int n_begin,
                            int n_end, float* y, int64_t ldy) {
   if (a.m >= kAvx2PanelMinRows) return PanelProduct(a, weights, n_begin, n_end, y, ldy);
   switch (a.weight_dtype) {
     case DType::kQ4_0: return RegisterPanelProductOf<DType::kQ4_0>(a, weights, n_begin, n_end, y, ldy);
     case DType::kQ4_1: return RegisterPanelProductOf<DType::kQ4_1>(a, weights, n_begin, n_end, y, ldy);
+    case DType::kQ4_K: return RegisterPanelProductOf<DType::kQ4_K>(a, weights, n_begin, n_end, y, ldy);
     default: return Product(a, weights, n_begin, n_end, y, ldy);
   }
 }
