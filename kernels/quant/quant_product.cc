@@ -1,7 +1,8 @@
 // The quantized product compiled three times: AVX-512 VNNI (vpdpbusd:
-// unsigned codes × signed activations, 64 per instruction), AVX2 (llama.cpp's
-// form: the codes made signed, |c| × sign-adjusted x with pmaddubsw) and
-// plain C++, chosen once at run time by CPUID. Target pragmas rather than
+// unsigned codes × signed activations, 64 per instruction), AVX2 (pmaddubsw:
+// unsigned codes × signed activations in 16-bit pairs; Q8_0's signed codes
+// through llama.cpp's sign identity) and plain C++, chosen once at run time
+// by CPUID. Target pragmas rather than
 // -march, so the binary runs on any x86-64 (see gemm_small_m.cc).
 #include "kernels/quant/quant_product.h"
 

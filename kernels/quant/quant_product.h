@@ -1,9 +1,9 @@
 // y = x · Wᵀ for W in a ggml block format, with x already rounded to int8
 // blocks (quantized_activations.h): exact integer dot products, scaled in
 // float32 per group of 16 codes. The weights are read as stored (a GGUF
-// file's mapped bytes): unpacked in registers for up to 8 rows of x, or 16
-// rows of W at a time into a packed tile used for 64 rows of x
-// (docs/quantized_weights.md).
+// file's mapped bytes): unpacked in registers for decode batches, or
+// transposed 16 (AVX-512) / 8 (AVX2) rows of W at a time into a panel used
+// by every row of x (docs/quantized_weights.md).
 #pragma once
 
 #include <string>
