@@ -26,6 +26,24 @@ void PortableNN(const float* a, int64_t lda, const float* b, int64_t ldb, int m,
   }
 }
 
+// One instruction set's register block of MR rows (index MR, 1-6) × NR
+// columns, the first `cols` stored.
+using BlockFn = void (*)(const float*, int64_t, const float*, int64_t, int, int, float*, int64_t);
+constexpr int kBlockRows = 6;
+
+// Column blocks outside, so a strip of B (k × NR floats) stays in L1 while
+// every block of rows runs against it; called from each instruction set's
+// NN with its blocks (calls, not inlined: each block runs k steps).
+void ForEachBlock(const BlockFn (&block)[kBlockRows + 1], int nr, const float* a, int64_t lda,
+                  const float* b, int64_t ldb, int m, int k, int n, float* c, int64_t ldc) {
+  for (int j = 0; j < n; j += nr) {
+    const int cols = std::min(nr, n - j);
+    for (int r = 0; r < m; r += kBlockRows) {
+      block[std::min(kBlockRows, m - r)](a + r * lda, lda, b + j, ldb, k, cols, c + r * ldc + j, ldc);
+    }
+  }
+}
+
 #if defined(__clang__)
 #pragma clang attribute push(__attribute__((target("avx512f,fma"))), apply_to = function)
 #else
@@ -34,7 +52,7 @@ void PortableNN(const float* a, int64_t lda, const float* b, int64_t ldb, int m,
 #endif
 namespace avx512 {
 
-constexpr int kMR = 6, kNR = 32;
+constexpr int kNR = 32;
 
 // Rows r .. r + MR - 1 of C, columns j .. j + 31 (the first `cols` stored).
 template <int MR>
@@ -59,23 +77,10 @@ void Block(const float* a, int64_t lda, const float* b, int64_t ldb, int k, int 
   }
 }
 
-// Column blocks outside, so a 32-column strip of B (k × 128 bytes) stays in
-// L1 while every block of rows runs against it.
 void NN(const float* a, int64_t lda, const float* b, int64_t ldb, int m, int k, int n, float* c,
         int64_t ldc) {
-  for (int j = 0; j < n; j += kNR) {
-    const int cols = std::min(kNR, n - j);
-    int r = 0;
-    for (; r + kMR <= m; r += kMR) Block<kMR>(a + r * lda, lda, b + j, ldb, k, cols, c + r * ldc + j, ldc);
-    switch (m - r) {
-      case 5: Block<5>(a + r * lda, lda, b + j, ldb, k, cols, c + r * ldc + j, ldc); break;
-      case 4: Block<4>(a + r * lda, lda, b + j, ldb, k, cols, c + r * ldc + j, ldc); break;
-      case 3: Block<3>(a + r * lda, lda, b + j, ldb, k, cols, c + r * ldc + j, ldc); break;
-      case 2: Block<2>(a + r * lda, lda, b + j, ldb, k, cols, c + r * ldc + j, ldc); break;
-      case 1: Block<1>(a + r * lda, lda, b + j, ldb, k, cols, c + r * ldc + j, ldc); break;
-      default: break;
-    }
-  }
+  static constexpr BlockFn kBlocks[] = {nullptr, Block<1>, Block<2>, Block<3>, Block<4>, Block<5>, Block<6>};
+  ForEachBlock(kBlocks, kNR, a, lda, b, ldb, m, k, n, c, ldc);
 }
 
 }  // namespace avx512
@@ -93,7 +98,7 @@ void NN(const float* a, int64_t lda, const float* b, int64_t ldb, int m, int k, 
 #endif
 namespace avx2 {
 
-constexpr int kMR = 6, kNR = 16;
+constexpr int kNR = 16;
 
 // Lanes below `count` (0-8) set: maskload / maskstore's mask.
 static inline __m256i FirstLanes(int count) {
@@ -132,22 +137,10 @@ void Block(const float* a, int64_t lda, const float* b, int64_t ldb, int k, int 
   }
 }
 
-// Column blocks outside, as avx512::NN.
 void NN(const float* a, int64_t lda, const float* b, int64_t ldb, int m, int k, int n, float* c,
         int64_t ldc) {
-  for (int j = 0; j < n; j += kNR) {
-    const int cols = std::min(kNR, n - j);
-    int r = 0;
-    for (; r + kMR <= m; r += kMR) Block<kMR>(a + r * lda, lda, b + j, ldb, k, cols, c + r * ldc + j, ldc);
-    switch (m - r) {
-      case 5: Block<5>(a + r * lda, lda, b + j, ldb, k, cols, c + r * ldc + j, ldc); break;
-      case 4: Block<4>(a + r * lda, lda, b + j, ldb, k, cols, c + r * ldc + j, ldc); break;
-      case 3: Block<3>(a + r * lda, lda, b + j, ldb, k, cols, c + r * ldc + j, ldc); break;
-      case 2: Block<2>(a + r * lda, lda, b + j, ldb, k, cols, c + r * ldc + j, ldc); break;
-      case 1: Block<1>(a + r * lda, lda, b + j, ldb, k, cols, c + r * ldc + j, ldc); break;
-      default: break;
-    }
-  }
+  static constexpr BlockFn kBlocks[] = {nullptr, Block<1>, Block<2>, Block<3>, Block<4>, Block<5>, Block<6>};
+  ForEachBlock(kBlocks, kNR, a, lda, b, ldb, m, k, n, c, ldc);
 }
 
 }  // namespace avx2
