@@ -5,6 +5,8 @@
 // ThreadSanitizer's runtime is up (see attention_cpu.cc).
 #include "kernels/cpu/gemm_small_m.h"
 
+#include "kernels/cpu/gemm_small_m_bf16_avx2.h"
+
 #include <cpuid.h>
 #include <immintrin.h>
 
@@ -169,7 +171,7 @@ std::vector<Choice> Runnable() {
   if (__builtin_cpu_supports("avx512f") && f16c)
     out.push_back({"avx512f", avx512::ProductF32, avx512::ProductBf16, avx512::ProductQ8, 32, 64});
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c)
-    out.push_back({"avx2+fma", avx2::ProductF32, avx2::ProductBf16, avx2::ProductQ8, 16, 64});
+    out.push_back({"avx2+fma", avx2::ProductF32, avx2_bf16::ProductBf16, avx2::ProductQ8, 16, 64});
   out.push_back({"portable", portable::ProductF32, portable::ProductBf16, portable::ProductQ8, 1, 1});
   return out;
 }
