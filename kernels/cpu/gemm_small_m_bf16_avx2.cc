@@ -5,15 +5,17 @@
 // Zen 3 (and Intel's port 5) compete with the FMAs for the same pipes, so a
 // batch-8 decode step ran at ~0.7 of the FMA rate. Here 16 weights come in
 // one 256-bit load and are widened without a shuffle: the even elements by a
-// shift left of each 32-bit lane (vpslld), the odd ones by masking off the
-// low half (vpand, any vector pipe). That puts the weights in [even | odd]
+// shift left of each 32-bit lane (vpslld 16), the odd ones by a shift right
+// and back (a vpand with a mask register measured 25% slower: the mask took
+// the register the x vector needs). That puts the weights in [even | odd]
 // order, so x is reordered the same way once per call (O(M·K), against the
 // product's O(M·N·K)). Products and sums are exact float32 FMAs of the
 // stored weights' values; only the summation order differs from the
 // reference, as in the shared kernel.
 //
 // Registers (16): 3 rows of W × 4 rows of x = 12 accumulators, 3 widened W
-// vectors and one x vector; 24 FMAs per 6 widening µops and 3 loads of W.
+// vectors and one x vector; 24 FMAs per 9 shifts and 6 loads of W (each row
+// loaded once per half, from L1). docs/cpu_small_m_gemm.md has the numbers.
 #include "kernels/cpu/gemm_small_m_bf16_avx2.h"
 
 #include <immintrin.h>
@@ -135,8 +137,8 @@ void ProductBf16(const float* x, int m, int64_t ldx, const void* weights, int k,
   const auto* w = static_cast<const uint16_t*>(weights);
   const int k16 = k / kStep * kStep;
   // Per calling thread (each pool thread reorders x for its own share):
-  // ≤ 64 rows × K floats.
-  // 64-byte aligned: a 32-byte load that crossed a cache line would cost two.
+  // ≤ 64 rows × K floats, 64-byte aligned (a 32-byte load that crosses a
+  // cache line costs two; aligning it measured 20 → 23-25 GMAC/s).
   thread_local std::vector<float, AlignedAllocator<float>> reordered;
   reordered.resize(size_t(m) * k16);
   Reorder(x, m, ldx, k16, reordered.data());
