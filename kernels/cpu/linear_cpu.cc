@@ -132,8 +132,14 @@ void Linear(Tensor x, const std::vector<Tensor>& parts, Tensor bias, Tensor out,
   const uint16_t* xb = x_bf16.data();
   ThreadPool& pool = ThreadPool::Shared();
   // Column slices: a few per thread for balance, multiples of 16 (SIMD and
-  // cache-line friendly), none smaller than 64 columns.
-  const int target = std::max(1, std::min(pool.num_threads() * 2, n / 64));
+  // cache-line friendly), none smaller than 64 columns. Up to 8 rows, 8 per
+  // thread: with 2, the caller waited for the other thread's last slice for
+  // ~15% of its time at batch 1 (perf), and 8 measured +2-16% at batches 1
+  // and 8 on Zen 3 (docs/cpu_threading.md). Above, 2: each slice of a bf16
+  // product reorders all of x (gemm_small_m_bf16_avx2), and 8 per thread
+  // measured 5-9% slower at batch 32.
+  const int per_thread = m <= 8 ? 8 : 2;
+  const int target = std::max(1, std::min(pool.num_threads() * per_thread, n / 64));
   const int slice = ((n + target - 1) / target + 15) & ~15;
   const int slices = (n + slice - 1) / slice;
   pool.ParallelFor(slices, [&](int s) {
