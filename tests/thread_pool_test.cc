@@ -52,8 +52,8 @@ TEST(ThreadPoolTest, CallsAfterTheWorkersSleptRunEachItemOnce) {
 TEST(ThreadPoolTest, PausesAroundTheSpinTimeRunEachItemOnce) {
   // Workers that stop spinning just as a call is published are the racy case.
   ThreadPool pool(3);
-  for (int pause : {ThreadPool::kSpinMicros / 2, ThreadPool::kSpinMicros,
-                    ThreadPool::kSpinMicros + 20}) {
+  for (int pause :
+       {ThreadPool::kSpinMicros / 2, ThreadPool::kSpinMicros, ThreadPool::kSpinMicros + 20}) {
     ExpectEachItemOnce(pool, 50, 5, std::chrono::microseconds(pause));
   }
 }
@@ -88,8 +88,8 @@ TEST(ThreadPoolTest, DestroyedWhileWorkersSpinOrSleep) {
     std::this_thread::sleep_for(std::chrono::microseconds(3 * ThreadPool::kSpinMicros));
   }  // workers asleep
   {
-    ThreadPool pool(4);
-  }  // never used
+    ThreadPool pool(4);  // never used
+  }
 }
 
 }  // namespace

@@ -5,8 +5,6 @@
 // ThreadSanitizer's runtime is up (see attention_cpu.cc).
 #include "kernels/cpu/gemm_small_m.h"
 
-#include "kernels/cpu/gemm_small_m_bf16_avx2.h"
-
 #include <cpuid.h>
 #include <immintrin.h>
 
@@ -15,6 +13,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernels/cpu/gemm_small_m_bf16_avx2.h"
 #include "kernels/dtype.h"
 #include "kernels/q8_0.h"
 

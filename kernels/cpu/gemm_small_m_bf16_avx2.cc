@@ -43,8 +43,10 @@ struct AlignedAllocator {
   AlignedAllocator() = default;
   template <typename U>
   explicit AlignedAllocator(const AlignedAllocator<U>&) {}
-  T* allocate(size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t{64})); }
-  void deallocate(T* p, size_t) { ::operator delete(p, std::align_val_t{64}); }
+  T* allocate(size_t n) {
+    return static_cast<T*>(::operator new (n * sizeof(T), std::align_val_t{64}));
+  }
+  void deallocate(T* p, size_t) { ::operator delete (p, std::align_val_t{64}); }
   bool operator==(const AlignedAllocator&) const { return true; }
 };
 
@@ -59,7 +61,8 @@ void Reorder(const float* x, int m, int64_t ldx, int k16, float* out) {
       // Per 128-bit half: [a0 a2 b0 b2 | a4 a6 b4 b6]; the 64-bit permute
       // puts the halves' pairs in order: [a0 a2 a4 a6 b0 b2 b4 b6].
       const __m256 even = _mm256_shuffle_ps(a, b, 0x88), odd = _mm256_shuffle_ps(a, b, 0xdd);
-      _mm256_storeu_ps(o + i, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(even), 0xd8)));
+      _mm256_storeu_ps(o + i,
+                       _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(even), 0xd8)));
       _mm256_storeu_ps(o + i + 8,
                        _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(odd), 0xd8)));
     }
@@ -88,7 +91,8 @@ void Block(const float* xr, int k16, const uint16_t* w, int k, float* y, int64_t
     }
     __m256 wv[NR];
     for (int j = 0; j < NR; ++j) {
-      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + int64_t(j) * k + i));
+      const __m256i v =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + int64_t(j) * k + i));
       wv[j] = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
     }
     for (int r = 0; r < MR; ++r) {
@@ -96,7 +100,8 @@ void Block(const float* xr, int k16, const uint16_t* w, int k, float* y, int64_t
       for (int j = 0; j < NR; ++j) acc[r][j] = _mm256_fmadd_ps(xv, wv[j], acc[r][j]);
     }
     for (int j = 0; j < NR; ++j) {
-      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + int64_t(j) * k + i));
+      const __m256i v =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + int64_t(j) * k + i));
       wv[j] = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_srli_epi32(v, 16), 16));
     }
     for (int r = 0; r < MR; ++r) {
@@ -117,10 +122,17 @@ void RowsOfW(const float* xr, int m, int k16, const uint16_t* w, int k, float* y
   const float* xt = xr + int64_t(r) * k16;
   float* yt = y + r * ldy;
   switch (m - r) {
-    case 3: Block<NR, 3>(xt, k16, w, k, yt, ldy); break;
-    case 2: Block<NR, 2>(xt, k16, w, k, yt, ldy); break;
-    case 1: Block<NR, 1>(xt, k16, w, k, yt, ldy); break;
-    default: break;
+    case 3:
+      Block<NR, 3>(xt, k16, w, k, yt, ldy);
+      break;
+    case 2:
+      Block<NR, 2>(xt, k16, w, k, yt, ldy);
+      break;
+    case 1:
+      Block<NR, 1>(xt, k16, w, k, yt, ldy);
+      break;
+    default:
+      break;
   }
 }
 

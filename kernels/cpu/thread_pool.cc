@@ -48,7 +48,8 @@ ThreadPool::~ThreadPool() {
 }
 
 ThreadPool& ThreadPool::Shared() {
-  static ThreadPool* pool = new ThreadPool();  // never destroyed: workers may outlive main's statics
+  static ThreadPool* pool =
+      new ThreadPool();  // never destroyed: workers may outlive main's statics
   return *pool;
 }
 
@@ -60,7 +61,8 @@ void ThreadPool::WorkerLoop() {
   uint64_t seen = 0;
   for (;;) {
     // Poll first: the next call usually comes within microseconds.
-    SpinUntil([&] { return published_.load(std::memory_order_acquire) != seen || stopping_.load(); });
+    SpinUntil(
+        [&] { return published_.load(std::memory_order_acquire) != seen || stopping_.load(); });
     const std::function<void(int)>* fn;
     int n;
     {
