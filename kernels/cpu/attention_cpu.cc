@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "kernels/attention_math.h"
+#include "kernels/cpu/vector_math.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/cpu/gemm_nn.h"
 #include "kernels/cpu/thread_pool.h"
@@ -96,7 +97,7 @@ void AttendGroup(const float* q, int group, int dim, const PagedRows& keys,
   }
   std::fill(out, out + size_t(group) * dim, 0.f);
   for (int g = 0; g < group; ++g) {
-    if (!GuardedSoftmaxInPlace(&scores[size_t(g) * num_keys], num_keys)) continue;  // no keys: 0
+    if (!FastGuardedSoftmaxInPlace(&scores[size_t(g) * num_keys], num_keys)) continue;  // no keys: 0
   }
   for (int j = 0; j < num_keys; ++j) {
     const float* vj = values.Row(j);
@@ -147,7 +148,7 @@ void PrefillHead(const float* q, int64_t row_stride, int q_len, int context, con
       float* s = &scores[size_t(r) * num_keys];
       const int visible = first_pos + r + 1;  // keys 0..position
       for (int j = 0; j < visible; ++j) s[j] *= scale;
-      GuardedSoftmaxInPlace(s, visible);
+      FastGuardedSoftmaxInPlace(s, visible);
       std::fill(s + visible, s + num_keys, 0.f);  // masked: exactly zero weight
     }
     ProductNN(scores.data(), num_keys, v, dim, rows, num_keys, dim, out + r0 * row_stride,

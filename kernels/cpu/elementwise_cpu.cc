@@ -5,6 +5,8 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/thread_pool.h"
+#include "kernels/cpu/vector_math.h"
 
 namespace kvserve::cpu {
 namespace {
@@ -87,12 +89,21 @@ absl::Status RopeSplitQkv(const RopeSplitParams& p) {
 
 void SiluMul(Tensor gate_up, Tensor out) {
   const int64_t rows = out.dim(0), n = out.dim(1);
-  for (int64_t r = 0; r < rows; ++r) {
+  auto row = [&](int64_t r) {
     const float* gate = gate_up.as<float>() + r * 2 * n;
-    const float* up = gate + n;
-    float* o = out.as<float>() + r * n;
-    for (int64_t i = 0; i < n; ++i) o[i] = gate[i] / (1.f + std::exp(-gate[i])) * up[i];
+    SiluMulRow(gate, gate + n, out.as<float>() + r * n, n);
+  };
+  // A prefill's rows split over the pool (one row, a decode step's, is a
+  // few microseconds: not worth a handoff).
+  ThreadPool& pool = ThreadPool::Shared();
+  if (rows < 2 * pool.num_threads()) {
+    for (int64_t r = 0; r < rows; ++r) row(r);
+    return;
   }
+  const int chunks = pool.num_threads() * 4;
+  pool.ParallelFor(chunks, [&](int c) {
+    for (int64_t r = rows * c / chunks; r < rows * (c + 1) / chunks; ++r) row(r);
+  });
 }
 
 absl::Status GatherRows(Tensor x, Tensor rows, Tensor out) {
