@@ -61,9 +61,14 @@ def main():
     parser.add_argument("--target", required=True)
     parser.add_argument("--tokens", type=int, default=64)
     parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument("--llamacpp_kv", choices=["f16", "f32"], default="f16",
+                        help="llama.cpp's KV cache type (its default f16; kvserve's CPU "
+                             "cache is float32, so f32 compares the weights' numerics alone)")
     args = parser.parse_args()
 
+    kv_type = {"f16": 1, "f32": 0}[args.llamacpp_kv]  # GGML_TYPE_F16, GGML_TYPE_F32
     llm = Llama(model_path=args.gguf, n_ctx=1024, n_threads=args.threads, n_batch=512,
+                type_k=kv_type, type_v=kv_type,
                 logits_all=True, verbose=False)  # scores of every evaluated token: the margins
     with grpc.insecure_channel(args.target) as channel:
         stub = inference_pb2_grpc.InferenceStub(channel)
@@ -97,7 +102,7 @@ def main():
         print(f"summary: {total_same}/{total} greedy tokens identical (prefix agreement); "
               f"{agree_by_criterion}/{len(QUESTIONS)} prompts agree up to the first margin under 0.05; "
               f"decode kvserve {k:.1f} tok/s vs llama.cpp {l:.1f} tok/s: ratio {k / l:.2f} "
-              f"({args.threads} threads, batch 1)")
+              f"({args.threads} threads, batch 1; llama.cpp KV cache {args.llamacpp_kv})")
 
 
 if __name__ == "__main__":
