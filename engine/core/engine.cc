@@ -114,8 +114,9 @@ absl::Status Engine::Initialize() {
   KV_LOG(INFO) << "model " << info_.model_name << ": " << mc.num_layers << " layers, hidden "
                << mc.hidden_size << ", heads " << mc.num_heads << "/" << mc.num_kv_heads << " x "
                << mc.head_dim << ", vocab " << mc.vocab_size << ", context " << mc.max_context
-               << "; weights " << model_->weight_bytes() / (1 << 20) << " MiB "
-               << info_.dtype << " on " << info_.device << ", loaded in "
+               << "; weights " << model_->weight_bytes() / (1 << 20)
+               << " MiB as stored, computing in " << info_.dtype << " on " << info_.device
+               << ", loaded in "
                << absl::ToDoubleSeconds(absl::Now() - start) << " s";
   KV_LOG(INFO) << "KV cache: " << num_blocks << " blocks of " << config_.block_size
                << " tokens = " << int64_t(num_blocks) * config_.block_size << " tokens, "
