@@ -12,10 +12,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "kernels/attention_math.h"
-#include "kernels/cpu/vector_math.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/cpu/gemm_nn.h"
 #include "kernels/cpu/thread_pool.h"
+#include "kernels/cpu/vector_math.h"
 #include "base/ceil_div.h"
 
 namespace kvserve::cpu {
@@ -97,7 +97,8 @@ void AttendGroup(const float* q, int group, int dim, const PagedRows& keys,
   }
   std::fill(out, out + size_t(group) * dim, 0.f);
   for (int g = 0; g < group; ++g) {
-    if (!FastGuardedSoftmaxInPlace(&scores[size_t(g) * num_keys], num_keys)) continue;  // no keys: 0
+    // No keys: a zero output.
+    if (!FastGuardedSoftmaxInPlace(&scores[size_t(g) * num_keys], num_keys)) continue;
   }
   for (int j = 0; j < num_keys; ++j) {
     const float* vj = values.Row(j);
