@@ -23,7 +23,7 @@ if ! [ -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c "import llama_cpp" 2>/
     "llama-cpp-python==0.3.36"
 fi
 PORT=${PORT:-50071}
-"$BUILD_DIR"/server/kvserve --model "$GGUF" --port "$PORT" --host 127.0.0.1 --metrics_port -1 \
+"$BUILD_DIR"/server/kvserve --model "$GGUF" --port "$PORT" --host 127.0.0.1 --metrics_port -1 --http_port -1 \
   --max_num_seqs 1 2>/dev/null &
 SERVER=$!
 trap 'kill $SERVER 2>/dev/null || true' EXIT
