@@ -8,7 +8,7 @@
 // {1, 4, 8} (and one 16), in float32, bfloat16 and float16, the 16-bit
 // dtypes both on the fast kernels (tensor-core prefill, flash decode) and on
 // the reference ones; prefill of whole
-// prompts (1..130 tokens), chunked prefill against long cached contexts
+// prompts (1..300 tokens), chunked prefill against long cached contexts
 // (up to 2500), decode of 64 sequences (1..600 tokens, never block
 // multiples), one 4096-token sequence (split over the KV length), a mix
 // of long and short ones (splits with nothing to do) and short contexts
@@ -196,8 +196,12 @@ class Scenario {
   std::mt19937 rng_;
 };
 
-std::vector<Seq> WholePrompts() { return {{1, 1}, {17, 17}, {67, 67}, {130, 130}, {33, 33}}; }
-// {1000, 130}: a chunk of three query tiles whose rows sit at 870..999.
+// {300, 300}: query tiles of 128 rows (D = 64: two m-tiles per warp) or 64,
+// the last one partly past the prompt's end.
+std::vector<Seq> WholePrompts() {
+  return {{1, 1}, {17, 17}, {67, 67}, {130, 130}, {33, 33}, {300, 300}};
+}
+// {1000, 130}: a chunk of two (D = 64) or three query tiles whose rows sit at 870..999.
 std::vector<Seq> ChunksAgainstLongContexts() {
   return {{2500, 21}, {700, 64}, {129, 5}, {1, 1}, {1000, 130}};
 }

@@ -274,8 +274,8 @@ TEST(FlashDecodePlanTest, TheDocumentedCases) {
   EXPECT_EQ(plan.workspace_floats, 0u);
 }
 
-// The tensor-core prefill's key splits: only when the (query tile, head,
-// sequence) CTAs leave SMs idle, whole 64-key tiles, at least four per
+// The tensor-core prefill's key splits: only when the (query tile of 128 rows
+// at D = 64 or 64 at D = 128, head, sequence) CTAs leave SMs idle, whole 64-key tiles, at least four per
 // split, covering the context, within what Reserve allocates.
 TEST(PrefillMmaPlanTest, SplitsOnlyWhereTheGpuIsIdleAndStayWithinTheReservation) {
   for (int num_sms : {16, 132}) {
@@ -299,7 +299,9 @@ TEST(PrefillMmaPlanTest, SplitsOnlyWhereTheGpuIsIdleAndStayWithinTheReservation)
                                                 << heads << ", D " << dim << ", q " << queries
                                                 << ", context " << context << ": "
                                                 << plan.num_splits << " x " << plan.split_keys);
-              const int64_t groups = int64_t((queries + 63) / 64) * heads * seqs;
+              const int rows = PrefillMmaTileRows(dim);
+              EXPECT_EQ(rows, dim == 64 ? 128 : 64);
+              const int64_t groups = int64_t((queries + rows - 1) / rows) * heads * seqs;
               ASSERT_GE(plan.num_splits, 1);
               ASSERT_LE(plan.num_splits, kMaxPrefillSplits);
               if (plan.num_splits == 1) {
@@ -311,7 +313,7 @@ TEST(PrefillMmaPlanTest, SplitsOnlyWhereTheGpuIsIdleAndStayWithinTheReservation)
               EXPECT_GE(plan.split_keys, 256);
               EXPECT_GE(int64_t(plan.num_splits) * plan.split_keys, context);
               EXPECT_LT(int64_t(plan.num_splits - 1) * plan.split_keys, context);
-              EXPECT_EQ(plan.workspace_floats, size_t(groups) * plan.num_splits * 64 * (dim + 2));
+              EXPECT_EQ(plan.workspace_floats, size_t(groups) * plan.num_splits * rows * (dim + 2));
               EXPECT_EQ(plan.counters, size_t(groups));
               EXPECT_LE(plan.workspace_floats, r.workspace_floats);
               EXPECT_LE(plan.counters, r.counters);

@@ -24,7 +24,6 @@ extern template absl::Status LaunchForDType<__half>(const PrefillAttentionParams
 }  // namespace prefill_mma
 
 namespace {
-constexpr int kTileRows = 64;        // query rows per CTA (prefill_mma.cuh)
 constexpr int kTileKeys = 64;        // keys per tile
 constexpr int kMinTilesPerSplit = 4;  // a split below 256 keys is not worth its merge
 }  // namespace
@@ -34,7 +33,8 @@ PrefillMmaPlan PlanPrefillMma(const PrefillAttentionParams& p, int num_sms,
   PrefillMmaPlan plan;
   const int64_t tokens = p.q.dim(0);
   const int64_t max_q = p.max_q_len > 0 ? p.max_q_len : tokens;
-  const int64_t groups = (max_q + kTileRows - 1) / kTileRows * p.shape.num_heads * p.num_seqs;
+  const int64_t rows = PrefillMmaTileRows(p.shape.head_dim);
+  const int64_t groups = (max_q + rows - 1) / rows * p.shape.num_heads * p.num_seqs;
   const int64_t addressable = p.block_tables.dim(1) * int64_t(p.cache.block_size);
   const int64_t max_context =
       p.max_context_len > 0 ? std::min<int64_t>(p.max_context_len, addressable) : addressable;
@@ -47,7 +47,7 @@ PrefillMmaPlan PlanPrefillMma(const PrefillAttentionParams& p, int num_sms,
   keys = (keys + kTileKeys - 1) / kTileKeys * kTileKeys;
   splits = (max_context + keys - 1) / keys;
   const size_t per_row = size_t(p.shape.head_dim) + 2;
-  const size_t workspace = size_t(groups) * size_t(splits) * kTileRows * per_row;
+  const size_t workspace = size_t(groups) * size_t(splits) * size_t(rows) * per_row;
   if (splits <= 1 || workspace > max_workspace_floats || size_t(groups) > max_counters) return plan;
   plan.num_splits = static_cast<int>(splits);
   plan.split_keys = static_cast<int>(keys);
@@ -60,7 +60,7 @@ PrefillMmaReservation MaxPrefillMmaReservation(int head_dim, int num_sms) {
   PrefillMmaReservation r;
   if (head_dim != 64 && head_dim != 128) return r;
   // groups < num_sms, and groups · splits ≤ groups · ceil(2·num_sms / groups) < 3·num_sms.
-  r.workspace_floats = size_t(3) * num_sms * kTileRows * (size_t(head_dim) + 2);
+  r.workspace_floats = size_t(3) * num_sms * PrefillMmaTileRows(head_dim) * (size_t(head_dim) + 2);
   r.counters = size_t(num_sms);
   return r;
 }

@@ -20,8 +20,15 @@ using attention::NegInf;
 
 inline constexpr int kWarps = 4;
 inline constexpr int kThreads = kWarps * 32;
-inline constexpr int kQueryTile = kWarps * 16;  // 16 rows per warp (the mma's M)
 inline constexpr int kKeyTile = 64;
+
+/// Query rows per CTA (PrefillMmaTileRows, prefill_mma.h): 16-row m-tiles
+/// (the mma's M), one or two per warp.
+template <int kHeadDim>
+inline constexpr int kRowsPerCta = PrefillMmaTileRows(kHeadDim);
+template <int kHeadDim>
+inline constexpr int kMTiles = kRowsPerCta<kHeadDim> / (kWarps * 16);
+static_assert(kMTiles<64> * kWarps * 16 == kRowsPerCta<64> && kMTiles<128> * kWarps * 16 == kRowsPerCta<128>);
 
 /// Shared memory: the Q tile, then two (K, V) tile pairs. Rows are padded by
 /// 16 bytes so that the 8 rows an ldmatrix reads start in 8 different bank
@@ -29,9 +36,9 @@ inline constexpr int kKeyTile = 64;
 template <int kHeadDim>
 struct Smem {
   static constexpr int kStride = kHeadDim + 8;  // elements per row
-  static constexpr int kTileElems = 64 * kStride;
-  static constexpr size_t kBytes = size_t(5) * kTileElems * 2;
-  static_assert(kQueryTile == 64 && kKeyTile == 64, "one tile size for Q, K and V");
+  static constexpr int kQElems = kRowsPerCta<kHeadDim> * kStride;
+  static constexpr int kTileElems = kKeyTile * kStride;  // one K or V tile
+  static constexpr size_t kBytes = (size_t(kQElems) + size_t(4) * kTileElems) * 2;
   static_assert(kBytes <= 227 * 1024, "prefill tiles do not fit in shared memory");
 };
 
@@ -52,8 +59,8 @@ struct Args {
   // takes keys [split · split_keys, +split_keys); with more than one, the
   // last to finish merges the others' partial rows.
   int num_splits, split_keys;
-  float* partial_out;  // [row groups, splits, 64, D]: unnormalized
-  float* partial_ml;   // [row groups, splits, 64, 2]: max (base 2), sum
+  float* partial_out;  // [row groups, splits, query tile rows, D]: unnormalized
+  float* partial_ml;   // [row groups, splits, query tile rows, 2]: max (base 2), sum
   int* counters;       // [row groups], zero between launches
 };
 
@@ -61,13 +68,15 @@ template <typename T, int kHeadDim, int kBlockSize>
 __global__ void __launch_bounds__(kThreads) PrefillMmaKernel(const __grid_constant__ Args<T> a) {
   using S = Smem<kHeadDim>;
   constexpr int kStride = S::kStride;
+  constexpr int kQueryTile = kRowsPerCta<kHeadDim>;
+  constexpr int kM = kMTiles<kHeadDim>;  // 16-row m-tiles per warp
   constexpr int kChunks = kHeadDim / 8;  // 16-byte chunks per row
   constexpr int kKSteps = kHeadDim / 16;  // k-steps of Q·Kᵀ
   constexpr int kDTiles = kHeadDim / 8;   // 8-column tiles of the output
   constexpr int kNTiles = kKeyTile / 8;   // 8-key tiles of S
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* const s_q = reinterpret_cast<T*>(smem_raw);
-  T* const s_kv = s_q + S::kTileElems;  // [buffer][K | V][64][kStride]
+  T* const s_kv = s_q + S::kQElems;  // [buffer][K | V][64][kStride]
 
   // Grid (heads, query tiles × splits, sequences): x varies fastest, so
   // every head of the tile with the most keys starts first.
@@ -144,17 +153,24 @@ __global__ void __launch_bounds__(kThreads) PrefillMmaKernel(const __grid_consta
   mma::CpAsyncCommit();
 
   const int g = lane / 4, t = lane % 4;
-  const int warp_row0 = row0 + warp * 16;  // chunk row of the warp's first row
+  // The warp's rows: kM m-tiles of 16, contiguous. In m-tile mt this thread
+  // holds rows 16·mt + g and 16·mt + g + 8 (the C fragment's layout).
+  const int warp_row0 = row0 + warp * 16 * kM;  // chunk row of the warp's first row
   const bool warp_has_rows = warp_row0 < q_len;
-  const int warp_last_pos = first_pos + min(warp_row0 + 15, q_len - 1);
-  const int pos_lo = first_pos + warp_row0 + g;  // positions of this thread's rows g and g + 8
-  const int pos_hi = pos_lo + 8;
+  const int warp_last_pos = first_pos + min(warp_row0 + 16 * kM - 1, q_len - 1);
+  const int pos0 = first_pos + warp_row0 + g;  // position of this thread's row g of m-tile 0
 
-  uint32_t qf[kKSteps][4];
-  float o[kDTiles][4];
+  uint32_t qf[kM][kKSteps][4];
+  float o[kM][kDTiles][4];
+  // m, l: per m-tile, this thread's rows g and g + 8; l is its part of the row sum.
+  float m[kM][2], l[kM][2];
 #pragma unroll
-  for (int d = 0; d < kDTiles; ++d) o[d][0] = o[d][1] = o[d][2] = o[d][3] = 0.f;
-  float m[2] = {NegInf(), NegInf()}, l[2] = {0.f, 0.f};  // l: this thread's part of the row sum
+  for (int mt = 0; mt < kM; ++mt) {
+#pragma unroll
+    for (int d = 0; d < kDTiles; ++d) o[mt][d][0] = o[mt][d][1] = o[mt][d][2] = o[mt][d][3] = 0.f;
+    m[mt][0] = m[mt][1] = NegInf();
+    l[mt][0] = l[mt][1] = 0.f;
+  }
 
   for (int j = 0; j < num_tiles; ++j) {
     if (j + 1 < num_tiles) {
@@ -167,18 +183,26 @@ __global__ void __launch_bounds__(kThreads) PrefillMmaKernel(const __grid_consta
     __syncthreads();
     if (j == 0) {
 #pragma unroll
-      for (int ks = 0; ks < kKSteps; ++ks) {
-        mma::LdMatrixX4(qf[ks], s_q + (warp * 16 + lane % 16) * kStride + ks * 16 + (lane / 16) * 8);
+      for (int mt = 0; mt < kM; ++mt) {
+#pragma unroll
+        for (int ks = 0; ks < kKSteps; ++ks) {
+          mma::LdMatrixX4(qf[mt][ks], s_q + (warp * 16 * kM + 16 * mt + lane % 16) * kStride +
+                                          ks * 16 + (lane / 16) * 8);
+        }
       }
     }
     const int t0 = key_begin + j * kKeyTile;
     if (warp_has_rows && t0 <= warp_last_pos) {  // else every key of the tile is in the warp's future
       const T* s_k = s_kv + (j & 1) * 2 * S::kTileElems;
       const T* s_v = s_k + S::kTileElems;
-      float s[kNTiles][4];
+      float s[kM][kNTiles][4];
 #pragma unroll
-      for (int n = 0; n < kNTiles; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
-      // S = Q · Kᵀ: K's rows (keys) are B's columns, so plain ldmatrix gives B.
+      for (int mt = 0; mt < kM; ++mt) {
+#pragma unroll
+        for (int n = 0; n < kNTiles; ++n) s[mt][n][0] = s[mt][n][1] = s[mt][n][2] = s[mt][n][3] = 0.f;
+      }
+      // S = Q · Kᵀ: K's rows (keys) are B's columns, so plain ldmatrix gives
+      // B; each K fragment serves every m-tile of the warp.
 #pragma unroll
       for (int ks = 0; ks < kKSteps; ++ks) {
 #pragma unroll
@@ -186,8 +210,11 @@ __global__ void __launch_bounds__(kThreads) PrefillMmaKernel(const __grid_consta
           uint32_t kb[4];
           mma::LdMatrixX4(kb, s_k + (np * 16 + lane % 8 + (lane / 16) * 8) * kStride + ks * 16 +
                                   ((lane / 8) % 2) * 8);
-          mma::Mma16816<T>(s[2 * np], qf[ks], kb[0], kb[1]);
-          mma::Mma16816<T>(s[2 * np + 1], qf[ks], kb[2], kb[3]);
+#pragma unroll
+          for (int mt = 0; mt < kM; ++mt) {
+            mma::Mma16816<T>(s[mt][2 * np], qf[mt][ks], kb[0], kb[1]);
+            mma::Mma16816<T>(s[mt][2 * np + 1], qf[mt][ks], kb[2], kb[3]);
+          }
         }
       }
       // Mask the future (and the keys past key_limit, which are in every
@@ -195,70 +222,81 @@ __global__ void __launch_bounds__(kThreads) PrefillMmaKernel(const __grid_consta
       // the warp's first position and inside the split needs no mask. The
       // scores stay unscaled; the max is scaled once (the scale is
       // positive, so max(s)·c = max(s·c) exactly), and each weight is
-      // exp2(s·c − m) in one multiply-add.
+      // exp2(s·c − m) in one multiply-add. An m-tile wholly in this tile's
+      // future comes out all −∞: its rows' max stays, their weights are 0.
       const bool whole = t0 + kKeyTile <= key_end && t0 + kKeyTile - 1 <= first_pos + warp_row0;
-      float tile_max[2] = {NegInf(), NegInf()};
-      if (whole) {
 #pragma unroll
-        for (int n = 0; n < kNTiles; ++n) {
+      for (int mt = 0; mt < kM; ++mt) {
+        float tile_max[2] = {NegInf(), NegInf()};
+        if (whole) {
 #pragma unroll
-          for (int c = 0; c < 4; ++c) tile_max[c / 2] = fmaxf(tile_max[c / 2], s[n][c]);
+          for (int n = 0; n < kNTiles; ++n) {
+#pragma unroll
+            for (int c = 0; c < 4; ++c) tile_max[c / 2] = fmaxf(tile_max[c / 2], s[mt][n][c]);
+          }
+        } else {
+#pragma unroll
+          for (int n = 0; n < kNTiles; ++n) {
+#pragma unroll
+            for (int c = 0; c < 4; ++c) {
+              const int key = t0 + n * 8 + 2 * t + (c & 1);
+              const int pos = pos0 + 16 * mt + (c < 2 ? 0 : 8);
+              // The future, and keys of the next split (zero-filled here).
+              s[mt][n][c] = key <= pos && key < key_end ? s[mt][n][c] : NegInf();
+              tile_max[c / 2] = fmaxf(tile_max[c / 2], s[mt][n][c]);
+            }
+          }
         }
-      } else {
+        float alpha[2], base[2];
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
+          tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
+          tile_max[r] *= a.scale_log2;  // −∞ stays −∞
+          const float m_new = fmaxf(m[mt][r], tile_max[r]);
+          alpha[r] = m_new == NegInf() ? 1.f : exp2f(m[mt][r] - m_new);  // 0 while m was −∞
+          base[r] = m_new == NegInf() ? 0.f : m_new;  // a row with no visible key yet: p = 0
+          m[mt][r] = m_new;
+          l[mt][r] *= alpha[r];
+        }
 #pragma unroll
         for (int n = 0; n < kNTiles; ++n) {
 #pragma unroll
           for (int c = 0; c < 4; ++c) {
-            const int key = t0 + n * 8 + 2 * t + (c & 1);
-            const int pos = c < 2 ? pos_lo : pos_hi;
-            // The future, and keys of the next split (zero-filled here).
-            s[n][c] = key <= pos && key < key_end ? s[n][c] : NegInf();
-            tile_max[c / 2] = fmaxf(tile_max[c / 2], s[n][c]);
+            s[mt][n][c] = exp2f(fmaf(s[mt][n][c], a.scale_log2, -base[c / 2]));  // masked: exactly 0
+            l[mt][c / 2] += s[mt][n][c];
           }
         }
-      }
-      float alpha[2], base[2];
 #pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
-        tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
-        tile_max[r] *= a.scale_log2;  // −∞ stays −∞
-        const float m_new = fmaxf(m[r], tile_max[r]);
-        alpha[r] = m_new == NegInf() ? 1.f : exp2f(m[r] - m_new);  // 0 while m was −∞
-        base[r] = m_new == NegInf() ? 0.f : m_new;  // a row with no visible key yet: p = 0
-        m[r] = m_new;
-        l[r] *= alpha[r];
-      }
-#pragma unroll
-      for (int n = 0; n < kNTiles; ++n) {
-#pragma unroll
-        for (int c = 0; c < 4; ++c) {
-          s[n][c] = exp2f(fmaf(s[n][c], a.scale_log2, -base[c / 2]));  // masked: exactly 0
-          l[c / 2] += s[n][c];
+        for (int d = 0; d < kDTiles; ++d) {
+          o[mt][d][0] *= alpha[0];
+          o[mt][d][1] *= alpha[0];
+          o[mt][d][2] *= alpha[1];
+          o[mt][d][3] *= alpha[1];
         }
       }
-#pragma unroll
-      for (int d = 0; d < kDTiles; ++d) {
-        o[d][0] *= alpha[0];
-        o[d][1] *= alpha[0];
-        o[d][2] *= alpha[1];
-        o[d][3] *= alpha[1];
-      }
       // O += P · V: two S tiles are one A fragment; V's rows (keys) are B's
-      // rows, so ldmatrix.trans gives B.
+      // rows, so ldmatrix.trans gives B, which serves every m-tile.
 #pragma unroll
       for (int kc = 0; kc < kKeyTile / 16; ++kc) {
-        const uint32_t pa[4] = {mma::Pack2<T>(s[2 * kc][0], s[2 * kc][1]),
-                                mma::Pack2<T>(s[2 * kc][2], s[2 * kc][3]),
-                                mma::Pack2<T>(s[2 * kc + 1][0], s[2 * kc + 1][1]),
-                                mma::Pack2<T>(s[2 * kc + 1][2], s[2 * kc + 1][3])};
+        uint32_t pa[kM][4];
+#pragma unroll
+        for (int mt = 0; mt < kM; ++mt) {
+          pa[mt][0] = mma::Pack2<T>(s[mt][2 * kc][0], s[mt][2 * kc][1]);
+          pa[mt][1] = mma::Pack2<T>(s[mt][2 * kc][2], s[mt][2 * kc][3]);
+          pa[mt][2] = mma::Pack2<T>(s[mt][2 * kc + 1][0], s[mt][2 * kc + 1][1]);
+          pa[mt][3] = mma::Pack2<T>(s[mt][2 * kc + 1][2], s[mt][2 * kc + 1][3]);
+        }
 #pragma unroll
         for (int dp = 0; dp < kDTiles / 2; ++dp) {
           uint32_t vb[4];
           mma::LdMatrixX4Trans(vb, s_v + (kc * 16 + lane % 8 + ((lane / 8) % 2) * 8) * kStride +
                                        dp * 16 + (lane / 16) * 8);
-          mma::Mma16816<T>(o[2 * dp], pa, vb[0], vb[1]);
-          mma::Mma16816<T>(o[2 * dp + 1], pa, vb[2], vb[3]);
+#pragma unroll
+          for (int mt = 0; mt < kM; ++mt) {
+            mma::Mma16816<T>(o[mt][2 * dp], pa[mt], vb[0], vb[1]);
+            mma::Mma16816<T>(o[mt][2 * dp + 1], pa[mt], vb[2], vb[3]);
+          }
         }
       }
     }
@@ -269,22 +307,28 @@ __global__ void __launch_bounds__(kThreads) PrefillMmaKernel(const __grid_consta
   // shared memory that the merge below reuses.
   mma::CpAsyncWait<0>();
 #pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
-    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+  for (int mt = 0; mt < kM; ++mt) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      l[mt][r] += __shfl_xor_sync(0xffffffffu, l[mt][r], 1);
+      l[mt][r] += __shfl_xor_sync(0xffffffffu, l[mt][r], 2);
+    }
   }
-  const int rows[2] = {warp_row0 + g, warp_row0 + g + 8};
   if (a.num_splits == 1) {
     if (!warp_has_rows) return;
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      if (rows[r] >= q_len) continue;
-      const float inv = l[r] > 0.f ? 1.f / l[r] : 0.f;  // no visible key: 0, never NaN
-      T* dst = a.out + (int64_t(q_begin + rows[r]) * a.num_heads + h) * kHeadDim + 2 * t;
+    for (int mt = 0; mt < kM; ++mt) {
 #pragma unroll
-      for (int d = 0; d < kDTiles; ++d) {
-        *reinterpret_cast<uint32_t*>(dst + d * 8) =
-            mma::Pack2<T>(o[d][2 * r] * inv, o[d][2 * r + 1] * inv);
+      for (int r = 0; r < 2; ++r) {
+        const int row = warp_row0 + 16 * mt + g + 8 * r;
+        if (row >= q_len) continue;
+        const float inv = l[mt][r] > 0.f ? 1.f / l[mt][r] : 0.f;  // no visible key: 0, never NaN
+        T* dst = a.out + (int64_t(q_begin + row) * a.num_heads + h) * kHeadDim + 2 * t;
+#pragma unroll
+        for (int d = 0; d < kDTiles; ++d) {
+          *reinterpret_cast<uint32_t*>(dst + d * 8) =
+              mma::Pack2<T>(o[mt][d][2 * r] * inv, o[mt][d][2 * r + 1] * inv);
+        }
       }
     }
     return;
@@ -296,16 +340,19 @@ __global__ void __launch_bounds__(kThreads) PrefillMmaKernel(const __grid_consta
   float* part_o = a.partial_out + slot * kQueryTile * kHeadDim;
   float* part_ml = a.partial_ml + slot * kQueryTile * 2;
 #pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int row = warp * 16 + g + 8 * r;  // within the tile
+  for (int mt = 0; mt < kM; ++mt) {
 #pragma unroll
-    for (int d = 0; d < kDTiles; ++d) {
-      *reinterpret_cast<float2*>(part_o + row * kHeadDim + d * 8 + 2 * t) =
-          make_float2(o[d][2 * r], o[d][2 * r + 1]);
-    }
-    if (t == 0) {
-      part_ml[row * 2] = m[r];
-      part_ml[row * 2 + 1] = l[r];
+    for (int r = 0; r < 2; ++r) {
+      const int row = warp * 16 * kM + 16 * mt + g + 8 * r;  // within the tile
+#pragma unroll
+      for (int d = 0; d < kDTiles; ++d) {
+        *reinterpret_cast<float2*>(part_o + row * kHeadDim + d * 8 + 2 * t) =
+            make_float2(o[mt][d][2 * r], o[mt][d][2 * r + 1]);
+      }
+      if (t == 0) {
+        part_ml[row * 2] = m[mt][r];
+        part_ml[row * 2 + 1] = l[mt][r];
+      }
     }
   }
   // The last CTA of the group merges (after every other's partials are visible).
@@ -318,8 +365,8 @@ __global__ void __launch_bounds__(kThreads) PrefillMmaKernel(const __grid_consta
   __threadfence();
   // Per row: the splits' weights e^(m_s − M) and 1 / Σ weight · l_s, in the
   // (now idle) tile memory.
-  float* s_w = reinterpret_cast<float*>(smem_raw);  // [64][splits]
-  float* s_inv = s_w + kQueryTile * a.num_splits;   // [64]
+  float* s_w = reinterpret_cast<float*>(smem_raw);  // [rows][splits]
+  float* s_inv = s_w + kQueryTile * a.num_splits;   // [rows]
   const float* group_ml = a.partial_ml + group * a.num_splits * kQueryTile * 2;
   for (int row = tid; row < kQueryTile; row += kThreads) {
     float m_all = NegInf();
@@ -360,6 +407,8 @@ absl::Status Launch(const PrefillAttentionParams& p, const PrefillMmaPlan& plan,
                     int* counters, DeviceError* error, cudaStream_t stream) {
   auto kernel = PrefillMmaKernel<T, kHeadDim, kBlockSize>;
   constexpr size_t kSmem = Smem<kHeadDim>::kBytes;
+  constexpr int kQueryTile = kRowsPerCta<kHeadDim>;
+  static_assert(size_t(kQueryTile) * (kMaxPrefillSplits + 1) * 4 <= kSmem, "merge weights fit the tiles");
   // Above 48 KiB a kernel must opt in to its dynamic shared memory, once.
   static const cudaError_t opt_in = cudaFuncSetAttribute(
       kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmem));

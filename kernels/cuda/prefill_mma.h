@@ -3,8 +3,9 @@
 // and head dims 64/128; the CUDA-core kernel of prefill_attention.h serves
 // every other shape and checks this one at start-up (kernel_self_check.h).
 //
-// One CTA of 4 warps per (64-query tile, query head, sequence), the tiles
-// with the most keys launched first. Each warp holds its 16 query rows as
+// One CTA of 4 warps per (query tile, query head, sequence), the tiles with
+// the most keys launched first; a tile is 128 queries at D = 64, 64 at
+// D = 128 (PrefillMmaTileRows). Each warp holds its 32 or 16 query rows as
 // A fragments in registers; 64-key K and V tiles come from the paged cache
 // into shared memory by cp.async, the next tile loading while this one is
 // computed. Per tile a warp computes S = Q·Kᵀ (16 × 64, float32
@@ -25,6 +26,13 @@
 
 namespace kvserve::cuda {
 
+/// Query rows per CTA (one row group of the plan): 128 at head dim 64, two
+/// 16-row m-tiles per warp sharing each K and V fragment it loads (half the
+/// shared-memory reads per MMA and half the K/V tile loads per query of 64
+/// rows); 64 at head dim 128, whose accumulators for two m-tiles would not
+/// fit in the registers.
+constexpr int PrefillMmaTileRows(int head_dim) { return head_dim == 64 ? 128 : 64; }
+
 /// Whether the tensor-core kernel serves this op (dtype, head dim, block size).
 bool PrefillMmaServes(const PrefillAttentionParams& p);
 
@@ -38,7 +46,7 @@ inline constexpr int kMaxPrefillSplits = 16;
 struct PrefillMmaPlan {
   int num_splits = 1;
   int split_keys = 0;           // keys per split, a multiple of 64 (when splits > 1)
-  size_t workspace_floats = 0;  // [groups, splits, 64, D] outputs then [.., 64, 2] (max, sum)
+  size_t workspace_floats = 0;  // [groups, splits, rows, D] outputs then [.., rows, 2] (max, sum)
   size_t counters = 0;          // one per (query tile, head, sequence)
 };
 PrefillMmaPlan PlanPrefillMma(const PrefillAttentionParams& p, int num_sms,

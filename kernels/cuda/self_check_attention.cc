@@ -192,11 +192,12 @@ absl::Status SelfCheckPrefillMma(const SelfCheckDevice& device, DType dtype,
     std::vector<int> contexts, queries;
     const char* name;
   };
-  // Whole prompts (one row, a partial tile, two tiles and a bit) and a chunk
+  // Whole prompts (one row, a partial tile, two tiles and a bit, several
+  // 128-row tiles whose last ends inside its second m-tile) and a chunk
   // whose rows sit behind earlier cached keys; then one short chunk behind a
   // long context, which the plan splits over its keys.
   const Scenario scenarios[] = {
-      {{1, 67, 130, 300}, {1, 67, 130, 70}, "prompts and a chunk"},
+      {{1, 67, 130, 300, 333}, {1, 67, 130, 70, 333}, "prompts and a chunk"},
       {{2500}, {21}, "a short chunk behind 2479 keys"}};
   PrefillAttentionParams probe;
   probe.shape = shape;
