@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A short GPU proof for a session with little device time left (~3 minutes
-# of commands): the ops, engine and decode-attention tests, compute-sanitizer
+# of commands): the ops, engine, decode-attention and D = 64 prefill-attention
+# tests (the 128-row tensor-core prefill, not yet run on a GPU), compute-sanitizer
 # over the GEMV tests, the attention microbenchmark and the decode benchmark,
 # then the decode benchmark again without the newest kernels (skinny GEMM,
 # pre-norm GEMV, programmatic dependent launch) for their gain.
@@ -28,8 +29,8 @@ run() {  # LIMIT_S NAME COMMAND...
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader | tee -a "$LOG"
 run 30 cuda_ops_test "$B/bin/cuda_ops_test" --gtest_brief=1
 run 30 cuda_engine_test "$B/bin/cuda_engine_test" --gtest_brief=1
-run 60 cuda_attention_test_decode "$B/bin/cuda_attention_test" --gtest_brief=1 \
-  --gtest_filter='*Decode*D64*:*Decode*D128*:CudaAttentionErrorsTest.*'
+run 90 cuda_attention_test_decode "$B/bin/cuda_attention_test" --gtest_brief=1 \
+  --gtest_filter='*Decode*D64*:*Decode*D128*:*Prefill*D64*:CudaAttentionErrorsTest.*'
 SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 run 40 memcheck_gemv "$SAN" --tool memcheck --error-exitcode 1 "$B/bin/cuda_ops_test" \
   --gtest_brief=1 --gtest_filter='*Gemv*'
