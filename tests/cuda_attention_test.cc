@@ -196,12 +196,12 @@ class Scenario {
   std::mt19937 rng_;
 };
 
-// {300, 300}: query tiles of 128 rows (D = 64: two m-tiles per warp) or 64,
-// the last one partly past the prompt's end.
+// {300, 300}: three query tiles of 128 rows (two m-tiles per warp), the last
+// one partly past the prompt's end.
 std::vector<Seq> WholePrompts() {
   return {{1, 1}, {17, 17}, {67, 67}, {130, 130}, {33, 33}, {300, 300}};
 }
-// {1000, 130}: a chunk of two (D = 64) or three query tiles whose rows sit at 870..999.
+// {1000, 130}: a chunk of two query tiles whose rows sit at 870..999.
 std::vector<Seq> ChunksAgainstLongContexts() {
   return {{2500, 21}, {700, 64}, {129, 5}, {1, 1}, {1000, 130}};
 }

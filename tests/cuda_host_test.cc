@@ -274,8 +274,8 @@ TEST(FlashDecodePlanTest, TheDocumentedCases) {
   EXPECT_EQ(plan.workspace_floats, 0u);
 }
 
-// The tensor-core prefill's key splits: only when the (query tile of 128 rows
-// at D = 64 or 64 at D = 128, head, sequence) CTAs leave SMs idle, whole 64-key tiles, at least four per
+// The tensor-core prefill's key splits: only when the (128-row query tile,
+// head, sequence) CTAs leave SMs idle, whole 64-key tiles, at least four per
 // split, covering the context, within what Reserve allocates.
 TEST(PrefillMmaPlanTest, SplitsOnlyWhereTheGpuIsIdleAndStayWithinTheReservation) {
   for (int num_sms : {16, 132}) {
@@ -300,7 +300,7 @@ TEST(PrefillMmaPlanTest, SplitsOnlyWhereTheGpuIsIdleAndStayWithinTheReservation)
                                                 << ", context " << context << ": "
                                                 << plan.num_splits << " x " << plan.split_keys);
               const int rows = PrefillMmaTileRows(dim);
-              EXPECT_EQ(rows, dim == 64 ? 128 : 64);
+              EXPECT_EQ(rows, 128);
               const int64_t groups = int64_t((queries + rows - 1) / rows) * heads * seqs;
               ASSERT_GE(plan.num_splits, 1);
               ASSERT_LE(plan.num_splits, kMaxPrefillSplits);

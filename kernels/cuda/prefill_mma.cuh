@@ -23,12 +23,13 @@ inline constexpr int kThreads = kWarps * 32;
 inline constexpr int kKeyTile = 64;
 
 /// Query rows per CTA (PrefillMmaTileRows, prefill_mma.h): 16-row m-tiles
-/// (the mma's M), one or two per warp.
+/// (the mma's M), two per warp.
 template <int kHeadDim>
 inline constexpr int kRowsPerCta = PrefillMmaTileRows(kHeadDim);
 template <int kHeadDim>
 inline constexpr int kMTiles = kRowsPerCta<kHeadDim> / (kWarps * 16);
-static_assert(kMTiles<64> * kWarps * 16 == kRowsPerCta<64> && kMTiles<128> * kWarps * 16 == kRowsPerCta<128>);
+static_assert(kMTiles<64> * kWarps * 16 == kRowsPerCta<64> &&
+              kMTiles<128> * kWarps * 16 == kRowsPerCta<128>);
 
 /// Shared memory: the Q tile, then two (K, V) tile pairs. Rows are padded by
 /// 16 bytes so that the 8 rows an ldmatrix reads start in 8 different bank
@@ -73,7 +74,11 @@ __global__ void __launch_bounds__(kThreads) PrefillMmaKernel(const __grid_consta
   constexpr int kChunks = kHeadDim / 8;  // 16-byte chunks per row
   constexpr int kKSteps = kHeadDim / 16;  // k-steps of Q·Kᵀ
   constexpr int kDTiles = kHeadDim / 8;   // 8-column tiles of the output
-  constexpr int kNTiles = kKeyTile / 8;   // 8-key tiles of S
+  // Keys per pass of the softmax over a shared-memory tile: the whole 64,
+  // or 32 at D = 128 with two m-tiles, whose S accumulators then fit in the
+  // registers beside O's (a second rescale of O per tile is the price).
+  constexpr int kKeyChunk = kHeadDim == 128 && kM == 2 ? 32 : kKeyTile;
+  constexpr int kNTiles = kKeyChunk / 8;  // 8-key tiles of S
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* const s_q = reinterpret_cast<T*>(smem_raw);
   T* const s_kv = s_q + S::kQElems;  // [buffer][K | V][64][kStride]
@@ -160,7 +165,14 @@ __global__ void __launch_bounds__(kThreads) PrefillMmaKernel(const __grid_consta
   const int warp_last_pos = first_pos + min(warp_row0 + 16 * kM - 1, q_len - 1);
   const int pos0 = first_pos + warp_row0 + g;  // position of this thread's row g of m-tile 0
 
-  uint32_t qf[kM][kKSteps][4];
+  // Q's A fragments: in registers for the whole launch where they fit, else
+  // loaded from shared memory at each k-step (D = 128 with two m-tiles,
+  // whose accumulators take the registers; FlashAttention-2 does the same).
+  constexpr bool kQInRegisters = kM * kKSteps <= 8;
+  uint32_t qf[kQInRegisters ? kM : 1][kQInRegisters ? kKSteps : 1][4];
+  auto q_fragment_row = [&](int mt, int ks) {  // this lane's ldmatrix row of Q's A fragment
+    return s_q + (warp * 16 * kM + 16 * mt + lane % 16) * kStride + ks * 16 + (lane / 16) * 8;
+  };
   float o[kM][kDTiles][4];
   // m, l: per m-tile, this thread's rows g and g + 8; l is its part of the row sum.
   float m[kM][2], l[kM][2];
@@ -181,30 +193,46 @@ __global__ void __launch_bounds__(kThreads) PrefillMmaKernel(const __grid_consta
       mma::CpAsyncWait<0>();
     }
     __syncthreads();
-    if (j == 0) {
+    if (kQInRegisters && j == 0) {
 #pragma unroll
       for (int mt = 0; mt < kM; ++mt) {
 #pragma unroll
         for (int ks = 0; ks < kKSteps; ++ks) {
-          mma::LdMatrixX4(qf[mt][ks], s_q + (warp * 16 * kM + 16 * mt + lane % 16) * kStride +
-                                          ks * 16 + (lane / 16) * 8);
+          mma::LdMatrixX4(qf[kQInRegisters ? mt : 0][kQInRegisters ? ks : 0],
+                          q_fragment_row(mt, ks));
         }
       }
     }
-    const int t0 = key_begin + j * kKeyTile;
-    if (warp_has_rows && t0 <= warp_last_pos) {  // else every key of the tile is in the warp's future
-      const T* s_k = s_kv + (j & 1) * 2 * S::kTileElems;
+    // Not unrolled: at D = 128 the two halves' accumulators would be live
+    // at once (255 registers and spills; 246 without).
+#pragma unroll 1
+    for (int chunk = 0; chunk < kKeyTile / kKeyChunk; ++chunk) {
+      const int t0 = key_begin + j * kKeyTile + chunk * kKeyChunk;
+      if (!warp_has_rows || t0 > warp_last_pos) continue;  // all in the warp's future
+      const T* s_k = s_kv + (j & 1) * 2 * S::kTileElems + chunk * kKeyChunk * kStride;
       const T* s_v = s_k + S::kTileElems;
       float s[kM][kNTiles][4];
 #pragma unroll
       for (int mt = 0; mt < kM; ++mt) {
 #pragma unroll
-        for (int n = 0; n < kNTiles; ++n) s[mt][n][0] = s[mt][n][1] = s[mt][n][2] = s[mt][n][3] = 0.f;
+        for (int n = 0; n < kNTiles; ++n) {
+          s[mt][n][0] = s[mt][n][1] = s[mt][n][2] = s[mt][n][3] = 0.f;
+        }
       }
       // S = Q · Kᵀ: K's rows (keys) are B's columns, so plain ldmatrix gives
       // B; each K fragment serves every m-tile of the warp.
 #pragma unroll
       for (int ks = 0; ks < kKSteps; ++ks) {
+        uint32_t qa[kM][4];  // this k-step's A fragments
+#pragma unroll
+        for (int mt = 0; mt < kM; ++mt) {
+          if constexpr (kQInRegisters) {
+#pragma unroll
+            for (int i = 0; i < 4; ++i) qa[mt][i] = qf[mt][ks][i];
+          } else {
+            mma::LdMatrixX4(qa[mt], q_fragment_row(mt, ks));
+          }
+        }
 #pragma unroll
         for (int np = 0; np < kNTiles / 2; ++np) {
           uint32_t kb[4];
@@ -212,8 +240,8 @@ __global__ void __launch_bounds__(kThreads) PrefillMmaKernel(const __grid_consta
                                   ((lane / 8) % 2) * 8);
 #pragma unroll
           for (int mt = 0; mt < kM; ++mt) {
-            mma::Mma16816<T>(s[mt][2 * np], qf[mt][ks], kb[0], kb[1]);
-            mma::Mma16816<T>(s[mt][2 * np + 1], qf[mt][ks], kb[2], kb[3]);
+            mma::Mma16816<T>(s[mt][2 * np], qa[mt], kb[0], kb[1]);
+            mma::Mma16816<T>(s[mt][2 * np + 1], qa[mt], kb[2], kb[3]);
           }
         }
       }
@@ -224,7 +252,7 @@ __global__ void __launch_bounds__(kThreads) PrefillMmaKernel(const __grid_consta
       // positive, so max(s)·c = max(s·c) exactly), and each weight is
       // exp2(s·c − m) in one multiply-add. An m-tile wholly in this tile's
       // future comes out all −∞: its rows' max stays, their weights are 0.
-      const bool whole = t0 + kKeyTile <= key_end && t0 + kKeyTile - 1 <= first_pos + warp_row0;
+      const bool whole = t0 + kKeyChunk <= key_end && t0 + kKeyChunk - 1 <= first_pos + warp_row0;
 #pragma unroll
       for (int mt = 0; mt < kM; ++mt) {
         float tile_max[2] = {NegInf(), NegInf()};
@@ -263,7 +291,8 @@ __global__ void __launch_bounds__(kThreads) PrefillMmaKernel(const __grid_consta
         for (int n = 0; n < kNTiles; ++n) {
 #pragma unroll
           for (int c = 0; c < 4; ++c) {
-            s[mt][n][c] = exp2f(fmaf(s[mt][n][c], a.scale_log2, -base[c / 2]));  // masked: exactly 0
+            // Masked: exactly 0.
+            s[mt][n][c] = exp2f(fmaf(s[mt][n][c], a.scale_log2, -base[c / 2]));
             l[mt][c / 2] += s[mt][n][c];
           }
         }
@@ -278,7 +307,7 @@ __global__ void __launch_bounds__(kThreads) PrefillMmaKernel(const __grid_consta
       // O += P · V: two S tiles are one A fragment; V's rows (keys) are B's
       // rows, so ldmatrix.trans gives B, which serves every m-tile.
 #pragma unroll
-      for (int kc = 0; kc < kKeyTile / 16; ++kc) {
+      for (int kc = 0; kc < kKeyChunk / 16; ++kc) {
         uint32_t pa[kM][4];
 #pragma unroll
         for (int mt = 0; mt < kM; ++mt) {
@@ -408,7 +437,8 @@ absl::Status Launch(const PrefillAttentionParams& p, const PrefillMmaPlan& plan,
   auto kernel = PrefillMmaKernel<T, kHeadDim, kBlockSize>;
   constexpr size_t kSmem = Smem<kHeadDim>::kBytes;
   constexpr int kQueryTile = kRowsPerCta<kHeadDim>;
-  static_assert(size_t(kQueryTile) * (kMaxPrefillSplits + 1) * 4 <= kSmem, "merge weights fit the tiles");
+  static_assert(size_t(kQueryTile) * (kMaxPrefillSplits + 1) * 4 <= kSmem,
+                "the merge's weights fit in the tiles' shared memory");
   // Above 48 KiB a kernel must opt in to its dynamic shared memory, once.
   static const cudaError_t opt_in = cudaFuncSetAttribute(
       kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmem));

@@ -3,12 +3,13 @@
 // and head dims 64/128; the CUDA-core kernel of prefill_attention.h serves
 // every other shape and checks this one at start-up (kernel_self_check.h).
 //
-// One CTA of 4 warps per (query tile, query head, sequence), the tiles with
-// the most keys launched first; a tile is 128 queries at D = 64, 64 at
-// D = 128 (PrefillMmaTileRows). Each warp holds its 32 or 16 query rows as
-// A fragments in registers; 64-key K and V tiles come from the paged cache
-// into shared memory by cp.async, the next tile loading while this one is
-// computed. Per tile a warp computes S = Q·Kᵀ (16 × 64, float32
+// One CTA of 4 warps per (128-query tile, query head, sequence), the tiles
+// with the most keys launched first. Each warp computes 32 query rows as two
+// 16-row m-tiles, Q's A fragments in registers at D = 64 and loaded from
+// shared memory per k-step at D = 128. 64-key K and V tiles come from the
+// paged cache into shared memory by cp.async, the next tile loading while
+// this one is computed. Per tile (at D = 128 per half tile of 32 keys, so
+// that S's accumulators fit beside O's) a warp computes S = Q·Kᵀ (float32
 // accumulators), masks the future, updates its rows' online softmax in base
 // 2, and multiplies the probabilities, repacked in registers as the A
 // operand, by V. Tiles entirely in a warp's future are skipped. Shared
@@ -26,12 +27,12 @@
 
 namespace kvserve::cuda {
 
-/// Query rows per CTA (one row group of the plan): 128 at head dim 64, two
-/// 16-row m-tiles per warp sharing each K and V fragment it loads (half the
-/// shared-memory reads per MMA and half the K/V tile loads per query of 64
-/// rows); 64 at head dim 128, whose accumulators for two m-tiles would not
-/// fit in the registers.
-constexpr int PrefillMmaTileRows(int head_dim) { return head_dim == 64 ? 128 : 64; }
+/// Query rows per CTA (one row group of the plan): 128, two 16-row m-tiles
+/// per warp sharing each K and V fragment the warp loads (half the
+/// shared-memory reads per MMA and half the K/V tile loads per query of a
+/// 64-row tile). A function of the head dim so that a dim whose
+/// accumulators do not fit twice can go back to 64.
+constexpr int PrefillMmaTileRows(int /*head_dim*/) { return 128; }
 
 /// Whether the tensor-core kernel serves this op (dtype, head dim, block size).
 bool PrefillMmaServes(const PrefillAttentionParams& p);
