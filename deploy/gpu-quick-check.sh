@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A short GPU proof for a session with little device time left (~3 minutes
-# of commands): the ops, engine, decode-attention and D = 64 prefill-attention
+# of commands): the ops, engine, decode- and prefill-attention (D 64, 128)
 # tests (the 128-row tensor-core prefill, not yet run on a GPU), compute-sanitizer
 # over the GEMV tests, the attention microbenchmark and the decode benchmark,
 # then the decode benchmark again without the newest kernels (skinny GEMM,
@@ -30,7 +30,7 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader | tee -a 
 run 30 cuda_ops_test "$B/bin/cuda_ops_test" --gtest_brief=1
 run 30 cuda_engine_test "$B/bin/cuda_engine_test" --gtest_brief=1
 run 90 cuda_attention_test_decode "$B/bin/cuda_attention_test" --gtest_brief=1 \
-  --gtest_filter='*Decode*D64*:*Decode*D128*:*Prefill*D64*:CudaAttentionErrorsTest.*'
+  --gtest_filter='*Decode*D64*:*Decode*D128*:*Prefill*D64*:*Prefill*D128*:CudaAttentionErrorsTest.*'
 SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 run 40 memcheck_gemv "$SAN" --tool memcheck --error-exitcode 1 "$B/bin/cuda_ops_test" \
   --gtest_brief=1 --gtest_filter='*Gemv*'
