@@ -76,7 +76,6 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kGroup>)
   __shared__ int s_last;
 
   AllowDependents();  // the O projection's GEMV may start loading its weights (pdl.cuh)
-  WaitForPrimary();   // everything below reads the step's inputs or writes
   const int split = blockIdx.x, b = blockIdx.z;
   const int kv_head = blockIdx.y / a.group_chunks;
   const int group = a.num_heads / a.num_kv_heads;
@@ -87,11 +86,13 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kGroup>)
   const int part = lane % kLanesPerKey;      // which 16-byte piece of a row this lane reads
   const int key_lane = lane / kLanesPerKey;  // which key of a warp load
 
+  // Before the wait, what no kernel of the step writes (pdl.cuh): the
+  // context lengths and block tables the host uploaded ahead of the step's
+  // first kernel. The context and the first block id are two dependent
+  // round trips that then overlap the previous kernel's tail; the query and
+  // the cache (this step's K/V row) are read after it.
   const int context = a.context_lens[b];
   const bool bad_table = context > a.width * kBlockSize;
-  if (bad_table && split == 0 && blockIdx.y == 0 && tid == 0) {
-    ReportDeviceError(a.error, DeviceErrorCode::kBlockTable, context, a.width, kBlockSize);
-  }
   // This sequence's keys per split: whole passes, the splits covering its own
   // context. (The launch's split count is planned for the longest context,
   // with CUDA graphs for the longest the block table holds; a short
@@ -102,6 +103,15 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kGroup>)
   // A bad sequence gets an empty key range: zeros, and merge inputs that say so.
   const int key_begin = split * rounded_keys;
   const int key_end = bad_table ? key_begin : min(context, key_begin + rounded_keys);
+  const int32_t* table = a.block_tables + int64_t(b) * a.width;
+  int t0 = key_begin + warp * kTileKeys;
+  // The next tile's block id is fetched while this tile's rows load.
+  int32_t next_block = t0 < key_end ? table[t0 / kBlockSize] : 0;
+
+  WaitForPrimary();  // below: the query, the cache, and every write
+  if (bad_table && split == 0 && blockIdx.y == 0 && tid == 0) {
+    ReportDeviceError(a.error, DeviceErrorCode::kBlockTable, context, a.width, kBlockSize);
+  }
 
   // This lane's slice of each query head, in base-2 score units.
   float q[kGroup][kVec];
@@ -125,13 +135,9 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kGroup>)
     for (int e = 0; e < kVec; ++e) acc[g][e] = 0.f;
   }
 
-  const int32_t* table = a.block_tables + int64_t(b) * a.width;
   const int64_t slot_stride = int64_t(a.num_kv_heads) * kHeadDim;
   const int64_t head_offset = int64_t(kv_head) * kHeadDim + part * kVec;
 
-  int t0 = key_begin + warp * kTileKeys;
-  // The next tile's block id is fetched while this tile's rows load.
-  int32_t next_block = t0 < key_end ? table[t0 / kBlockSize] : 0;
   for (; t0 < key_end; t0 += kPassKeys) {
     const int32_t block = next_block;
     if (t0 + kPassKeys < key_end) next_block = table[(t0 + kPassKeys) / kBlockSize];

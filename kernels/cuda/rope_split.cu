@@ -75,30 +75,39 @@ __global__ void __launch_bounds__(kThreads)
                            T* __restrict__ v_cache,                // [num_slots, Hkv, D]
                            DeviceError* error) {
   AllowDependents();
-  WaitForPrimary();  // everything below reads the step's inputs or writes (pdl.cuh)
   const int64_t t = blockIdx.x;
   const int half = dim / 2;
   const int i = blockIdx.y * kThreads + threadIdx.x;
+  // Before the wait, what no kernel of the step writes (pdl.cuh): the
+  // positions and slots the host uploaded ahead of the step's first kernel,
+  // and the rotation's cos/sin table (written once, at start-up). Their two
+  // dependent round trips then overlap the QKV projection's tail.
   const int32_t pos = positions[t];
   const bool valid = pos >= 0 && pos < max_pos;
   const int32_t slot = slots != nullptr ? slots[t] : kPadSlot;
   const bool slot_ok = slot >= 0 && slot < num_slots;
+  const bool active = i < (heads + 2 * kv_heads) * half;
+  const int h = active ? i / half : 0, j = i - h * half;
+  float c = 1.f, s = 0.f;
+  if (active && valid && h < heads + kv_heads) {
+    const float* cs = cos_sin + int64_t(pos) * dim;
+    c = cs[j];
+    s = cs[half + j];
+  }
+  WaitForPrimary();  // below: the projection's output, and every write
   if (blockIdx.y == 0 && threadIdx.x == 0) {
     if (!valid) ReportDeviceError(error, DeviceErrorCode::kRopePosition, pos, max_pos);
     if (slot != kPadSlot && !slot_ok) {
       ReportDeviceError(error, DeviceErrorCode::kKvSlot, slot, num_slots);
     }
   }
-  if (i >= (heads + 2 * kv_heads) * half) return;
-  const int h = i / half, j = i - h * half;
+  if (!active) return;
   const T* src = qkv + (t * (heads + 2 * kv_heads) + h) * dim;
   float lo, hi;  // the pair's outputs
   if (!valid) {
     lo = hi = 0.f;
   } else if (h < heads + kv_heads) {
     const float x1 = ToFloat(src[j]), x2 = ToFloat(src[j + half]);
-    const float* cs = cos_sin + int64_t(pos) * dim;
-    const float c = cs[j], s = cs[half + j];
     lo = x1 * c - x2 * s;
     hi = x2 * c + x1 * s;
   } else {
