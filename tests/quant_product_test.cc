@@ -79,14 +79,15 @@ TEST(QuantProductTest, EveryFormatAndInstructionSetMatchesTheDoubleSum) {
     // k: one block, an odd number of 32-blocks (the AVX-512 half step), a
     // model width; m: one row, the 4-row block and its remainders, the
     // fused kernels' most (8), the panel's 8-row block and its remainders
-    // (9, 70), more than a 64-row pass, and at the smallest k more than the
-    // panel's 256-row pass (270); n: not a multiple of the 4-row or 16-row
-    // tiles.
+    // (9, 70), both sides of each format's AVX2 cut-over between kernels
+    // (4, 6, 12, 32: Avx2KernelFor), more than a 64-row pass, and at the
+    // smallest k more than the panel's 256-row pass (270); n: not a
+    // multiple of the 4-row or 16-row tiles.
     const std::vector<int> ks = k_quant ? std::vector<int>{256, 768, 2048}
                                         : std::vector<int>{32, 96, 576, 2048};
     for (const std::string& isa : isas) {
       for (int k : ks) {
-        for (int m : {1, 3, 6, 8, 9, 70}) {
+        for (int m : {1, 3, 4, 6, 8, 9, 12, 32, 70}) {
           CheckProduct({dtype, m, k, 37}, isa, rng);
           if (HasFatalFailure()) return;
         }

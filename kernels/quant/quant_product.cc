@@ -84,16 +84,46 @@ static inline float Half(const uint8_t* p) {
 #include "kernels/quant/panel_product_avx2.inc"
 #include "kernels/quant/register_panel_avx2.inc"
 
-// Batches and prefill through the stored panel; decode batches of Q4_0,
-// Q4_1 and Q4_K through the register panel, of the other formats fused.
+// Which kernel serves m rows of x, by format, as measured in-process
+// (tools/quant-product-ab.sh, one thread, n = k = 2048, Zen 3;
+// docs/quantized_weights.md): the register panel (8 rows of W unpacked in
+// registers per block, nothing stored) while it beats the stored panel,
+// which is below 32 rows for Q4_0 / Q4_1 (1.1-1.5× at 16-24) and at every
+// row count for Q4_K (1.3-1.5× at 16-32, still 1.02× at 512: its integer
+// block sums); the stored panel (W unpacked once per call, shared by every
+// row of x) from the row count where it passes the fused kernel: 4 for
+// Q5_0 / Q5_1 (whose fifth bits the fused kernel rebuilds per row pair:
+// 1.1× at 4 rows, 1.5-2× at 6-12), 6 for Q8_0 (1.07× at 6, 0.97× at 5), 10
+// for Q5_K (1.13×; 0.93× at 8), 16 for Q6_K (level at 12).
+enum class Avx2Kernel { kFused, kRegisterPanel, kStoredPanel };
+
+static Avx2Kernel Avx2KernelFor(DType dtype, int m) {
+  const auto stored_from = [m](int rows) {
+    return m >= rows ? Avx2Kernel::kStoredPanel : Avx2Kernel::kFused;
+  };
+  switch (dtype) {
+    case DType::kQ4_K: return Avx2Kernel::kRegisterPanel;
+    case DType::kQ4_0:
+    case DType::kQ4_1: return m < 32 ? Avx2Kernel::kRegisterPanel : Avx2Kernel::kStoredPanel;
+    case DType::kQ5_0:
+    case DType::kQ5_1: return stored_from(4);
+    case DType::kQ8_0: return stored_from(6);
+    case DType::kQ5_K: return stored_from(10);
+    default: return stored_from(kAvx2PanelMinRows);
+  }
+}
+
 static void ProductOrPanel(const QuantizedActivations& a, const void* weights, int n_begin,
                            int n_end, float* y, int64_t ldy) {
-  if (a.m >= kAvx2PanelMinRows) return PanelProduct(a, weights, n_begin, n_end, y, ldy);
+  switch (Avx2KernelFor(a.weight_dtype, a.m)) {
+    case Avx2Kernel::kStoredPanel: return PanelProduct(a, weights, n_begin, n_end, y, ldy);
+    case Avx2Kernel::kFused: return Product(a, weights, n_begin, n_end, y, ldy);
+    case Avx2Kernel::kRegisterPanel: break;
+  }
   switch (a.weight_dtype) {
     case DType::kQ4_0: return RegisterPanelProductOf<DType::kQ4_0>(a, weights, n_begin, n_end, y, ldy);
     case DType::kQ4_1: return RegisterPanelProductOf<DType::kQ4_1>(a, weights, n_begin, n_end, y, ldy);
-    case DType::kQ4_K: return RegisterPanelProductOf<DType::kQ4_K>(a, weights, n_begin, n_end, y, ldy);
-    default: return Product(a, weights, n_begin, n_end, y, ldy);
+    default: return RegisterPanelProductOf<DType::kQ4_K>(a, weights, n_begin, n_end, y, ldy);
   }
 }
 }  // namespace avx2
