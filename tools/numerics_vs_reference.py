@@ -32,14 +32,12 @@ import sys
 import grpc
 import numpy as np
 from kvserve.v1 import inference_pb2, inference_pb2_grpc
-from llama_cpp import Llama
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "reference"))
 from llama_gguf_numpy import LlamaGgufReference  # noqa: E402
 
-from compare_llamacpp import QUESTIONS, llamacpp_greedy  # noqa: E402
+from compare_llamacpp import QUESTIONS, llamacpp_greedy, open_llamacpp  # noqa: E402
 
-GGML_F32, GGML_F16 = 0, 1
 
 
 def prompt_ids(stub, question):
@@ -67,9 +65,7 @@ def kvserve_margins(stub, prompt, tokens, pairs):
 def llamacpp_logits(gguf, threads, prompt, tokens, kv_type, prompt_batch):
     """llama.cpp's logits at each step, evaluating as its generation does:
     the prompt in one batch of prompt_batch, then one token at a time."""
-    llm = Llama(model_path=gguf, n_ctx=1024, n_threads=threads, n_batch=prompt_batch,
-                n_ubatch=prompt_batch, type_k=kv_type, type_v=kv_type, logits_all=True,
-                verbose=False)
+    llm = open_llamacpp(gguf, threads, kv_type, prompt_batch)
     llm.eval(prompt)
     rows = [np.array(llm.scores[llm.n_tokens - 1])]
     for token in tokens[:-1]:
@@ -112,8 +108,7 @@ def main():
     steps = 0
     for question in QUESTIONS:
         prompt = prompt_ids(stubs["kvserve"], question)
-        llm = Llama(model_path=args.gguf, n_ctx=1024, n_threads=args.threads, type_k=GGML_F32,
-                    type_v=GGML_F32, logits_all=True, verbose=False)
+        llm = open_llamacpp(args.gguf, args.threads, "f32", 512)
         tokens = llamacpp_greedy(llm, prompt, args.tokens)[0]
         del llm
         sequence = prompt + tokens
@@ -128,9 +123,9 @@ def main():
 
         for name, stub in stubs.items():
             add(name, kvserve_margins(stub, prompt, tokens, pairs), exact_margins)
-        for name, kv, batch in [("llama.cpp, KV float32", GGML_F32, 512),
-                                ("llama.cpp, KV float16 (its default)", GGML_F16, 512),
-                                ("llama.cpp, KV float32, prompt one token at a time", GGML_F32, 1)]:
+        for name, kv, batch in [("llama.cpp, KV float32", "f32", 512),
+                                ("llama.cpp, KV float16 (its default)", "f16", 512),
+                                ("llama.cpp, KV float32, prompt one token at a time", "f32", 1)]:
             add(name, margins_of(llamacpp_logits(args.gguf, args.threads, prompt, tokens, kv, batch)),
                 exact_margins)
         add("NumPy float64 rounding activations as ggml",
