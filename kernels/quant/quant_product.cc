@@ -93,8 +93,9 @@ static inline float Half(const uint8_t* p) {
 // block sums); the stored panel (W unpacked once per call, shared by every
 // row of x) from the row count where it passes the fused kernel: 4 for
 // Q5_0 / Q5_1 (whose fifth bits the fused kernel rebuilds per row pair:
-// 1.1× at 4 rows, 1.5-2× at 6-12), 6 for Q8_0 (1.07× at 6, 0.97× at 5), 10
-// for Q5_K (1.13×; 0.93× at 8), 16 for Q6_K (level at 12).
+// 1.1× at 4 rows, 1.5-2× at 6-12), 4 for Q8_0 (its panel built straight
+// from the file's blocks: 1.16× at 4, 1.4× at 5-6, 0.99× at 3), 10 for Q5_K
+// (1.13×; 0.93× at 8), 16 for Q6_K (level at 12).
 enum class Avx2Kernel { kFused, kRegisterPanel, kStoredPanel };
 
 static Avx2Kernel Avx2KernelFor(DType dtype, int m) {
@@ -107,7 +108,7 @@ static Avx2Kernel Avx2KernelFor(DType dtype, int m) {
     case DType::kQ4_1: return m < 32 ? Avx2Kernel::kRegisterPanel : Avx2Kernel::kStoredPanel;
     case DType::kQ5_0:
     case DType::kQ5_1: return stored_from(4);
-    case DType::kQ8_0: return stored_from(6);
+    case DType::kQ8_0: return stored_from(4);
     case DType::kQ5_K: return stored_from(10);
     default: return stored_from(kAvx2PanelMinRows);
   }
