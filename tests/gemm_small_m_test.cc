@@ -75,7 +75,7 @@ class GemmSmallMTest : public ::testing::TestWithParam<DType> {
 TEST_P(GemmSmallMTest, ProductMatchesDoubleReferenceOverEveryRemainder) {
   for (const std::string& isa : cpu::SmallMRunnableIsas()) {
     uint32_t seed = 1;
-    for (int m : {1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 32, 64}) {
+    for (int m : {1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 21, 23, 32, 64}) {
       for (int k : Widths()) {
         for (int n : {1, 3, 4, 5, 67}) {
           const Problem p = Random(m, k, n, GetParam(), seed++);
