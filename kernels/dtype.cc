@@ -19,7 +19,9 @@ int64_t DTypeBlockElems(DType dtype) {
     case DType::kQ5_1: return 32;
     case DType::kQ4_K:
     case DType::kQ5_K:
-    case DType::kQ6_K: return 256;
+    case DType::kQ6_K:
+    case DType::kQ2_K:
+    case DType::kQ3_K: return 256;
     default: return 1;
   }
 }
@@ -38,6 +40,8 @@ size_t DTypeSize(DType dtype) {
     case DType::kQ4_K: return 144;
     case DType::kQ5_K: return 176;
     case DType::kQ6_K: return 210;
+    case DType::kQ2_K: return 84;
+    case DType::kQ3_K: return 110;
   }
   return 0;
 }
@@ -60,6 +64,8 @@ absl::string_view DTypeName(DType dtype) {
     case DType::kQ4_K: return "q4_k";
     case DType::kQ5_K: return "q5_k";
     case DType::kQ6_K: return "q6_k";
+    case DType::kQ2_K: return "q2_k";
+    case DType::kQ3_K: return "q3_k";
   }
   return "unknown";
 }

@@ -9,16 +9,16 @@
 
 namespace kvserve {
 
-// kQ8_0 ... kQ6_K are ggml's weight block formats (kernels/quant/
+// kQ8_0 ... kQ3_K are ggml's weight block formats (kernels/quant/
 // block_formats.h: 32 or 256 weights per block, exactly as a GGUF file stores
 // them), only for weight matrices on the CPU backend; their rows are whole
-// blocks.
+// blocks. (Q2_K and Q3_K came later: appended, so no value changes.)
 enum class DType : uint8_t {
   kFloat32, kFloat16, kBFloat16, kInt32,
-  kQ8_0, kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ4_K, kQ5_K, kQ6_K,
+  kQ8_0, kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ4_K, kQ5_K, kQ6_K, kQ2_K, kQ3_K,
 };
 
-/// Whether `dtype` is one of the block formats (kQ8_0 ... kQ6_K).
+/// Whether `dtype` is one of the block formats (kQ8_0 ... kQ3_K).
 bool IsBlockDType(DType dtype);
 /// Elements per block: 32 (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1), 256 (the K-quants),
 /// 1 for the element types.
@@ -27,7 +27,7 @@ int64_t DTypeBlockElems(DType dtype);
 size_t DTypeSize(DType dtype);
 /// Bytes of `count` elements (for a block format, count / DTypeBlockElems blocks).
 size_t DTypeBytes(DType dtype, int64_t count);
-/// "float32", "float16", "bfloat16", "int32", "q8_0", "q4_0", ..., "q6_k".
+/// "float32", "float16", "bfloat16", "int32", "q8_0", "q4_0", ..., "q6_k", "q2_k", "q3_k".
 absl::string_view DTypeName(DType dtype);
 /// Parses the names above (and "fp32", "bf16", "fp16", "half").
 absl::StatusOr<DType> ParseDType(absl::string_view name);

@@ -25,7 +25,8 @@ ABSL_FLAG(std::string, dtype, "auto",
           "Weights and activations on the GPU: float32, bfloat16, float16 or auto (bfloat16). "
           "On the CPU (float32 activations and accumulation), the weight matrices: float32, "
           "bfloat16, or auto (bfloat16 and GGUF block formats Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, "
-          "Q4_K, Q5_K, Q6_K kept as stored, read from the mapped file; others float32).");
+          "Q2_K, Q3_K, Q4_K, Q5_K, Q6_K kept as stored, read from the mapped file; others "
+          "float32).");
 ABSL_FLAG(std::string, cpu_activations, "auto",
           "How the CPU multiplies by GGUF block-format weights: auto (activations rounded to "
           "int8 blocks as llama.cpp does, integer dot products) or float32 (the exact path: "

@@ -2,7 +2,7 @@
 """Differential test: kvserve's GGUF reader against gguf-py and Hugging Face `tokenizers`.
 
 1. Dequantization: for every type kvserve supports (F32, F16, BF16, Q8_0, Q4_0,
-   Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K), random blocks are written with
+   Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K), random blocks are written with
    gguf.GGUFWriter, read back by `kvserve-gguf-tool dequant`, and compared bit
    for bit with gguf.quants.dequantize (numpy). With --smollm2, the real file's
    tensors of every type it holds are compared the same way.
@@ -43,8 +43,9 @@ from tokenizer_diff_test import random_string, run_tool  # noqa: E402
 # Byte offsets of the float16 scale fields inside each block type: random
 # bytes there could be inf/NaN, which would hide differences.
 HALF_FIELDS = {Q.Q8_0: [0], Q.Q4_0: [0], Q.Q4_1: [0, 2], Q.Q5_0: [0], Q.Q5_1: [0, 2],
-               Q.Q4_K: [0, 2], Q.Q5_K: [0, 2], Q.Q6_K: [208]}
-SUPPORTED = [Q.F32, Q.F16, Q.BF16, Q.Q8_0, Q.Q4_0, Q.Q4_1, Q.Q5_0, Q.Q5_1, Q.Q4_K, Q.Q5_K, Q.Q6_K]
+               Q.Q2_K: [80, 82], Q.Q3_K: [108], Q.Q4_K: [0, 2], Q.Q5_K: [0, 2], Q.Q6_K: [208]}
+SUPPORTED = [Q.F32, Q.F16, Q.BF16, Q.Q8_0, Q.Q4_0, Q.Q4_1, Q.Q5_0, Q.Q5_1, Q.Q2_K, Q.Q3_K, Q.Q4_K,
+             Q.Q5_K, Q.Q6_K]
 
 
 def random_blocks(rng, qtype, rows, cols):

@@ -153,10 +153,10 @@ TEST(GgufModelTest, UnsupportedThingsAreRefusedByName) {
              F32Bytes(std::vector<float>(c.hidden_size * c.vocab_size)));
     return OpenModelSource(WriteTemp(name, b.Build())).status();
   };
-  GgufBuilder q2k;
-  AddLlamaMetadata(q2k, c, c.vocab_size);
-  q2k.Tensor("blk.0.attn_q.weight", {256, 1}, /*Q2_K*/ 10, std::string(84, '\0'));
-  EXPECT_THAT(refused(q2k, "q2k.gguf").message(), HasSubstr("blk.0.attn_q.weight has ggml type Q2_K"));
+  GgufBuilder iq4;
+  AddLlamaMetadata(iq4, c, c.vocab_size);
+  iq4.Tensor("blk.0.attn_q.weight", {256, 1}, /*IQ4_XS*/ 23, std::string(136, '\0'));
+  EXPECT_THAT(refused(iq4, "iq4.gguf").message(), HasSubstr("blk.0.attn_q.weight has ggml type IQ4_XS"));
 
   GgufBuilder gemma;
   gemma.String("general.architecture", "gemma");

@@ -33,6 +33,11 @@ std::vector<uint8_t> RandomBlocks(DType dtype, int64_t rows, int k, std::mt19937
         PutHalf(blk + 2, scale(rng) / 8);
         break;
       case DType::kQ6_K: PutHalf(blk + 208, scale(rng) / 16); break;
+      case DType::kQ3_K: PutHalf(blk + 108, scale(rng) / 8); break;
+      case DType::kQ2_K:
+        PutHalf(blk + 80, scale(rng) / 4);
+        PutHalf(blk + 82, scale(rng) / 4);
+        break;
       default: break;
     }
   }

@@ -10,7 +10,8 @@
 namespace kvserve::testing {
 
 inline constexpr DType kBlockFormats[] = {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0,
-                                          DType::kQ5_1, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K};
+                                          DType::kQ5_1, DType::kQ2_K, DType::kQ3_K, DType::kQ4_K,
+                                          DType::kQ5_K, DType::kQ6_K};
 
 /// `rows` rows of k weights (k a multiple of the block) as random code bytes
 /// with float16 scales (and minimums) of a trained model's size: no block

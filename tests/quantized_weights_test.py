@@ -3,7 +3,7 @@
 int8-rounded activations (docs/quantized_weights.md), against NumPy:
 
 1. the kernel: each block format's tensors (tools/write_random_gguf.py files
-   of Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K) times random rows,
+   of Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K) times random rows,
    through kvserve-quant-linear with every instruction set this CPU runs,
    against float64 over gguf-py's dequantized weights and the activations
    rounded by the reference's own ggml rules (tests/reference/
@@ -41,9 +41,10 @@ import write_random_gguf  # noqa: E402
 from gguf import GGMLQuantizationType as Q, GGUFReader  # noqa: E402
 from gguf.quants import dequantize  # noqa: E402
 
-FILE_TYPES = ["q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q4_k", "q5_k", "q6_k", "q4_k_m"]
+FILE_TYPES = ["q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k",
+              "q4_k_m"]
 MODEL_TYPES = FILE_TYPES + ["bf16"]  # bf16-rounded activations on AVX512_BF16 CPUs
-K_QUANTS = {Q.Q4_K, Q.Q5_K, Q.Q6_K}
+K_QUANTS = {Q.Q2_K, Q.Q3_K, Q.Q4_K, Q.Q5_K, Q.Q6_K}
 PROMPT = [1] + [(17 * i + 3) % 317 + 3 for i in range(79)]
 EPS32 = 2.0 ** -24
 
@@ -104,7 +105,8 @@ class QuantizedWeightsTest(unittest.TestCase):
                                     f"{tensor.name} ({tensor.tensor_type.name}) with {isa}: "
                                     f"max |Δ| {err.max():.3e}")
         self.assertEqual({t for t, _ in seen},  # every format was checked
-                         {Q.Q8_0, Q.Q4_0, Q.Q4_1, Q.Q5_0, Q.Q5_1, Q.Q4_K, Q.Q5_K, Q.Q6_K})
+                         {Q.Q8_0, Q.Q4_0, Q.Q4_1, Q.Q5_0, Q.Q5_1, Q.Q2_K, Q.Q3_K, Q.Q4_K, Q.Q5_K,
+                          Q.Q6_K})
 
     def logits(self, path, activations):
         out = os.path.join(self.dir.name, "logits.npy")

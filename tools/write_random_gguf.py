@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes a Llama GGUF file with random weights in one storage type (F32,
-BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, or llama-quantize's
+BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, or llama-quantize's
 Q4_K_M mix) and a small SentencePiece-style vocabulary, for comparing engines
 on the same weights (deploy/cpu-peer-bench.sh: kvserve and llama.cpp read the
 same file) and for the CPU weight-format reference tests
@@ -11,7 +11,8 @@ shape hold the same weights, rounded (BF16) or quantized (Q8_0 ... Q5_1 by
 the `gguf` package, as llama.cpp's converter does; the K-quants by
 tools/gguf_kquants.py, checked against gguf-py's dequantization). A row
 length that is not a multiple of 256 falls back as llama-quantize does (Q4_K
-→ Q5_0, Q5_K → Q5_1, Q6_K → Q8_0). Norms stay F32, as llama.cpp writes them.
+→ Q5_0, Q5_K → Q5_1, Q6_K → Q8_0; Q2_K and Q3_K → Q4_0, where today's
+llama-quantize picks IQ4_NL, which kvserve does not read). Norms stay F32, as llama.cpp writes them.
 Weights are N(0, 1/fan_in), so activations stay O(1).
 
 --random_blocks writes random block bytes with scales of that size instead of
@@ -42,14 +43,16 @@ SHAPES = {
 }
 Q = gguf.GGMLQuantizationType
 TYPES = {"f32": Q.F32, "bf16": Q.BF16, "q8_0": Q.Q8_0, "q4_0": Q.Q4_0, "q4_1": Q.Q4_1,
-         "q5_0": Q.Q5_0, "q5_1": Q.Q5_1, "q4_k": Q.Q4_K, "q5_k": Q.Q5_K, "q6_k": Q.Q6_K,
-         "q4_k_m": Q.Q4_K}
+         "q5_0": Q.Q5_0, "q5_1": Q.Q5_1, "q2_k": Q.Q2_K, "q3_k": Q.Q3_K, "q4_k": Q.Q4_K,
+         "q5_k": Q.Q5_K, "q6_k": Q.Q6_K, "q4_k_m": Q.Q4_K}
 # llama.cpp's LLAMA_FTYPE_* (general.file_type)
 FILE_TYPES = {"f32": 0, "bf16": 32, "q8_0": 7, "q4_0": 2, "q4_1": 3, "q5_0": 8, "q5_1": 9,
-              "q4_k": 15, "q5_k": 17, "q6_k": 18, "q4_k_m": 15}
-K_QUANT_FALLBACK = {Q.Q4_K: Q.Q5_0, Q.Q5_K: Q.Q5_1, Q.Q6_K: Q.Q8_0}
+              "q2_k": 10, "q3_k": 11, "q4_k": 15, "q5_k": 17, "q6_k": 18, "q4_k_m": 15}
+K_QUANT_FALLBACK = {Q.Q2_K: Q.Q4_0, Q.Q3_K: Q.Q4_0, Q.Q4_K: Q.Q5_0, Q.Q5_K: Q.Q5_1,
+                    Q.Q6_K: Q.Q8_0}
 BLOCK_BYTES = {Q.Q8_0: (32, 34), Q.Q4_0: (32, 18), Q.Q4_1: (32, 20), Q.Q5_0: (32, 22),
-               Q.Q5_1: (32, 24), Q.Q4_K: (256, 144), Q.Q5_K: (256, 176), Q.Q6_K: (256, 210)}
+               Q.Q5_1: (32, 24), Q.Q2_K: (256, 84), Q.Q3_K: (256, 110), Q.Q4_K: (256, 144),
+               Q.Q5_K: (256, 176), Q.Q6_K: (256, 210)}
 
 
 def tensor_type(type_name, name, layer, layers):
@@ -68,6 +71,10 @@ def tensor_type(type_name, name, layer, layers):
 
 
 def quantize(values, qtype):
+    if qtype == Q.Q2_K:
+        return gguf_kquants.quantize_q2_k(values)
+    if qtype == Q.Q3_K:
+        return gguf_kquants.quantize_q3_k(values)
     if qtype == Q.Q4_K:
         return gguf_kquants.quantize_q4_k(values)
     if qtype == Q.Q5_K:
@@ -89,6 +96,11 @@ def random_blocks(rng, dims, qtype, fan_in):
         blocks[:, :, 2:4] = half(std / 32 / 8)
     elif qtype == Q.Q6_K:
         blocks[:, :, 208:210] = half(std / 64 / 18)
+    elif qtype == Q.Q3_K:
+        blocks[:, :, 108:110] = half(std / 4 / 16)
+    elif qtype == Q.Q2_K:
+        blocks[:, :, 80:82] = half(std / 2 / 8)
+        blocks[:, :, 82:84] = half(std / 2 / 8)
     else:
         blocks[:, :, 0:2] = half(std / 8)
         if qtype in (Q.Q4_1, Q.Q5_1):
@@ -165,7 +177,7 @@ def write(path, shape_name, type_name, seed, use_random_blocks=False):
             writer.add_tensor(name, values)
             continue
         data = quantize(values, qtype)
-        if qtype in (Q.Q4_K, Q.Q5_K, Q.Q6_K):  # our writer, checked by gguf-py's reader
+        if qtype in (Q.Q2_K, Q.Q3_K, Q.Q4_K, Q.Q5_K, Q.Q6_K):  # our writer, checked by gguf-py's reader
             error = np.abs(gguf.quants.dequantize(data[:4], qtype) - values[:4]).max()
             assert error < 0.5 * np.abs(values[:4]).max(), (name, qtype.name, error)
         writer.add_tensor(name, data, raw_dtype=qtype)

@@ -22,8 +22,8 @@ constexpr Entry kTypes[] = {
     {7, {"Q5_1", 32, 24, true}},
     {8, {"Q8_0", 32, 34, true}},
     {9, {"Q8_1", 32, 40, false}},
-    {10, {"Q2_K", 256, 84, false}},
-    {11, {"Q3_K", 256, 110, false}},
+    {10, {"Q2_K", 256, 84, true}},
+    {11, {"Q3_K", 256, 110, true}},
     {12, {"Q4_K", 256, 144, true}},
     {13, {"Q5_K", 256, 176, true}},
     {14, {"Q6_K", 256, 210, true}},
@@ -69,6 +69,8 @@ std::optional<DType> BlockDTypeOfGgml(uint32_t id) {
     case GgmlType::kQ4_K: return DType::kQ4_K;
     case GgmlType::kQ5_K: return DType::kQ5_K;
     case GgmlType::kQ6_K: return DType::kQ6_K;
+    case GgmlType::kQ2_K: return DType::kQ2_K;
+    case GgmlType::kQ3_K: return DType::kQ3_K;
     default: return std::nullopt;
   }
 }
@@ -79,7 +81,7 @@ std::string GgmlTypeName(uint32_t id) {
 }
 
 const char* SupportedGgmlTypeNames() {
-  return "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K";
+  return "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K";
 }
 
 }  // namespace kvserve

@@ -42,7 +42,7 @@ struct GgmlTypeInfo {
 std::optional<GgmlTypeInfo> LookupGgmlType(uint32_t id);
 
 /// The block DType of a ggml block format kvserve keeps (Q8_0, Q4_0, Q4_1,
-/// Q5_0, Q5_1, Q4_K, Q5_K, Q6_K), or nullopt for any other id.
+/// Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K), or nullopt for any other id.
 std::optional<DType> BlockDTypeOfGgml(uint32_t id);
 
 /// "Q4_K", or "type 99" for an unknown id.

@@ -97,7 +97,7 @@ class WeightLoader {
 std::vector<DType> KeptBlockDTypes(const Backend& backend) {
   std::vector<DType> kept;
   for (DType d : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1,
-                  DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
+                  DType::kQ2_K, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
     if (backend.MatrixWeightDType(d) == d || backend.UploadsFromBlockDTypes()) kept.push_back(d);
   }
   return kept;

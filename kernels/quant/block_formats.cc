@@ -12,6 +12,8 @@ BlockFormat BlockFormatOf(DType dtype) {
     case DType::kQ4_K: return {0, true, true};
     case DType::kQ5_K: return {0, true, true};
     case DType::kQ6_K: return {32, false, true};
+    case DType::kQ2_K: return {0, true, true};
+    case DType::kQ3_K: return {4, false, true};
     default: return {};
   }
 }

@@ -12,6 +12,8 @@
 //   Q4_K    256     4         0    32: d·sc    -dmin·m
 //   Q5_K    256     5         0    32: d·sc    -dmin·m
 //   Q6_K    256     6        32    16: d·sc    -
+//   Q3_K    256     3         4    16: d·(sc-32)  -
+//   Q2_K    256     2         0    16: d·sc    -dmin·m (per 16)
 //
 // The offset makes every code unsigned, which the AVX-512 VNNI dot product
 // (unsigned × signed bytes) needs; the product with activations q is

@@ -152,6 +152,58 @@ void DequantQ6_K(const uint8_t* b, int64_t nb, float* y) {
   }
 }
 
+// The 16 six-bit scales of a Q3_K block (signed: stored + 32) from its 12
+// bytes: the low 4 bits of scale j in byte j % 8 (low nibble for j < 8, high
+// for j ≥ 8), the top 2 bits in byte 8 + j % 4 at bit 2 · (j / 4).
+int Q3KScale(const uint8_t* scales, int j) {
+  const int low = j < 8 ? scales[j] & 0x0F : scales[j - 8] >> 4;
+  const int high = (scales[8 + j % 4] >> (2 * (j / 4))) & 3;
+  return (low | (high << 4)) - 32;
+}
+
+// block_q3_K {uint8 hmask[32]; uint8 qs[64]; uint8 scales[12]; half d}: per
+// 128 weights, 32 bytes of qs hold four 2-bit planes (shift 0, 2, 4, 6) of
+// 32 weights each; weight l of plane p has its third bit in hmask[l] bit
+// 4·half + p, and a clear bit means −4. Scales per 16.
+void DequantQ3_K(const uint8_t* b, int64_t nb, float* y) {
+  for (int64_t i = 0; i < nb; ++i, b += 110) {
+    const uint8_t* hmask = b;
+    const uint8_t* scales = b + 96;
+    const float d = Half(b + 108);
+    for (int half = 0; half < 2; ++half) {
+      const uint8_t* q = b + 32 + 32 * half;
+      for (int plane = 0; plane < 4; ++plane) {
+        const int bit = 4 * half + plane;
+        for (int l = 0; l < 32; ++l) {
+          const int code = ((q[l] >> (2 * plane)) & 3) - ((hmask[l] >> bit) & 1 ? 0 : 4);
+          const float scale = d * static_cast<float>(Q3KScale(scales, 2 * bit + l / 16));
+          *y++ = scale * static_cast<float>(code);
+        }
+      }
+    }
+  }
+}
+
+// block_q2_K {uint8 scales[16]; uint8 qs[64]; half d; half dmin}: the 2-bit
+// planes as Q3_K's; scale byte j (per 16 weights) holds the scale in its low
+// nibble and the minimum in its high one.
+void DequantQ2_K(const uint8_t* b, int64_t nb, float* y) {
+  for (int64_t i = 0; i < nb; ++i, b += 84) {
+    const uint8_t* scales = b;
+    const float d = Half(b + 80), dmin = Half(b + 82);
+    for (int half = 0; half < 2; ++half) {
+      const uint8_t* q = b + 16 + 32 * half;
+      for (int plane = 0; plane < 4; ++plane) {
+        for (int l = 0; l < 32; ++l) {
+          const uint8_t sc = scales[8 * half + 2 * plane + l / 16];
+          *y++ = d * static_cast<float>(sc & 0x0F) * static_cast<float>((q[l] >> (2 * plane)) & 3) -
+                 dmin * static_cast<float>(sc >> 4);
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void DequantizeBlocks(DType dtype, const void* source, int64_t nb, float* dst) {
@@ -165,6 +217,8 @@ void DequantizeBlocks(DType dtype, const void* source, int64_t nb, float* dst) {
     case DType::kQ4_K: DequantQ4_K(src, nb, dst); break;
     case DType::kQ5_K: DequantQ5_K(src, nb, dst); break;
     case DType::kQ6_K: DequantQ6_K(src, nb, dst); break;
+    case DType::kQ2_K: DequantQ2_K(src, nb, dst); break;
+    case DType::kQ3_K: DequantQ3_K(src, nb, dst); break;
     default: break;
   }
 }

@@ -95,7 +95,9 @@ static inline float Half(const uint8_t* p) {
 // Q5_0 / Q5_1 (whose fifth bits the fused kernel rebuilds per row pair:
 // 1.1× at 4 rows, 1.5-2× at 6-12), 4 for Q8_0 (its panel built straight
 // from the file's blocks: 1.16× at 4, 1.4× at 5-6, 0.99× at 3), 10 for Q5_K
-// (1.13×; 0.93× at 8), 16 for Q6_K (level at 12).
+// (1.13×; 0.93× at 8), 16 for Q6_K (level at 12). Q2_K and Q3_K have no
+// fused kernel yet and take the stored panel at every row count (as on
+// AVX-512, where FusedServes leaves them to PanelProduct).
 enum class Avx2Kernel { kFused, kRegisterPanel, kStoredPanel };
 
 static Avx2Kernel Avx2KernelFor(DType dtype, int m) {
@@ -110,6 +112,8 @@ static Avx2Kernel Avx2KernelFor(DType dtype, int m) {
     case DType::kQ5_1: return stored_from(4);
     case DType::kQ8_0: return stored_from(4);
     case DType::kQ5_K: return stored_from(10);
+    case DType::kQ2_K:
+    case DType::kQ3_K: return Avx2Kernel::kStoredPanel;
     default: return stored_from(kAvx2PanelMinRows);
   }
 }

@@ -24,7 +24,8 @@ from gguf.quants import dequantize
 _Q8_0_ACTIVATIONS = {GGMLQuantizationType.Q8_0, GGMLQuantizationType.Q4_0,
                      GGMLQuantizationType.Q4_1, GGMLQuantizationType.Q5_0,
                      GGMLQuantizationType.Q5_1}
-_Q8_K_ACTIVATIONS = {GGMLQuantizationType.Q4_K, GGMLQuantizationType.Q5_K,
+_Q8_K_ACTIVATIONS = {GGMLQuantizationType.Q2_K, GGMLQuantizationType.Q3_K,
+                     GGMLQuantizationType.Q4_K, GGMLQuantizationType.Q5_K,
                      GGMLQuantizationType.Q6_K}
 
 
