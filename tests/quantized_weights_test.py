@@ -11,7 +11,8 @@ int8-rounded activations (docs/quantized_weights.md), against NumPy:
    float32 rows, so the codes must agree exactly and the sums to float32
    accumulation error: bound 2·(k/4 + k/16 + 8)·ε·Σ|w·x̂| per output;
 2. whole models (the same files, llama-quantize's Q4_K_M mix, and BF16,
-   whose activations are rounded to bfloat16 on AVX512_BF16 CPUs): kvserve-
+   whose activations kvserve keeps in float32 where llama.cpp rounds them
+   to bfloat16 on AVX512_BF16 CPUs): kvserve-
    logits keeps the weights as stored (its weight bytes are the file's) and
    its logits follow the NumPy forward that rounds the same way. Here the
    two sides' activations differ by float32 vs float64 rounding, so now and
@@ -43,7 +44,7 @@ from gguf.quants import dequantize  # noqa: E402
 
 FILE_TYPES = ["q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k",
               "q4_k_m"]
-MODEL_TYPES = FILE_TYPES + ["bf16"]  # bf16-rounded activations on AVX512_BF16 CPUs
+MODEL_TYPES = FILE_TYPES + ["bf16"]  # float32 activations (gemm_bf16_packed.h)
 K_QUANTS = {Q.Q2_K, Q.Q3_K, Q.Q4_K, Q.Q5_K, Q.Q6_K}
 PROMPT = [1] + [(17 * i + 3) % 317 + 3 for i in range(79)]
 EPS32 = 2.0 ** -24
@@ -126,7 +127,7 @@ class QuantizedWeightsTest(unittest.TestCase):
                          for x in GGUFReader(path).tensors)
             got, weight_bytes = self.logits(path, "auto")
             self.assertEqual(weight_bytes, stored, f"{t}: the matrices were not kept as stored")
-            ref_model = LlamaGgufReference(path, round_activations=True)
+            ref_model = LlamaGgufReference(path, round_activations=True, bf16_activations=False)
             ref = ref_model.forward(PROMPT, ref_model.new_cache(), 0)
             err = np.abs(got - ref).max(axis=1)
             scale = np.abs(ref).max()

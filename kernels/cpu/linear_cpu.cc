@@ -4,12 +4,9 @@
 //   - a block format (Q8_0 ... Q6_K) with quantized activations: x is rounded
 //     to int8 blocks once per call (kernels/quant/quantized_activations.h)
 //     and every thread multiplies integer codes (kernels/quant/quant_product.h);
-//   - bfloat16 with quantized activations on a CPU with AVX512_BF16, above
-//     the small-M cut-over (prefill): x is rounded to bfloat16 once per call
-//     and multiplied with vdpbf16ps (gemm_bf16.h). At decode sizes the
-//     small-M kernel over float32 activations measured faster (batch 8: 45.6
-//     against 32.7 tokens/s on TinyLlama's shape, performance.md), so it keeps
-//     those, exactly;
+//   - bfloat16 from kPackedBf16FromRows rows of x on, on an AVX-512 CPU:
+//     the packed kernel (gemm_bf16_packed.h), W widened once per panel,
+//     float32 x, exact products under either --cpu_activations;
 //   - float32, bfloat16 or Q8_0 with float32 activations: up to
 //     SmallMMaxRows(dtype) rows through the small-M kernel (one pass over W
 //     for all rows; sgemm repacks W on every call), more through OpenBLAS
@@ -28,7 +25,7 @@
 #include <vector>
 
 #include "kernels/cpu/cpu_ops.h"
-#include "kernels/cpu/gemm_bf16.h"
+#include "kernels/cpu/gemm_bf16_packed.h"
 #include "kernels/cpu/gemm_small_m.h"
 #include "kernels/cpu/thread_pool.h"
 #include "kernels/quant/quant_product.h"
@@ -79,19 +76,9 @@ void Round(DType dtype, Tensor x, QuantizedActivations* a) {
   ForRowChunks(m, [&](int begin, int end) { QuantizeActivationRows(x.as<float>(), k, begin, end, a); });
 }
 
-// Whether a bfloat16 part multiplies bf16-rounded activations.
-bool Bf16Activations(DType dtype, bool quantize_activations, int m) {
-  return dtype == DType::kBFloat16 && quantize_activations && m > SmallMMaxRows(dtype) &&
-         Bf16DotSupported();
-}
-
-// x rounded to bfloat16 into `out`.
-void RoundToBf16(Tensor x, std::vector<uint16_t>* out) {
-  const int m = static_cast<int>(x.dim(0)), k = static_cast<int>(x.dim(1));
-  out->resize(size_t(m) * k);
-  ForRowChunks(m, [&](int begin, int end) {
-    RoundRowsToBf16(x.as<float>(), k, k, begin, end, out->data());
-  });
+// Whether a part of m rows of x runs the packed bf16 kernel.
+bool PackedBf16Serves(DType dtype, int m) {
+  return dtype == DType::kBFloat16 && m >= kPackedBf16FromRows && PackedBf16Supported();
 }
 
 }  // namespace
@@ -108,16 +95,10 @@ void Linear(Tensor x, const std::vector<Tensor>& parts, Tensor bias, Tensor out,
   thread_local std::vector<QuantizedActivations> storage;
   std::vector<int> first(parts.size() + 1, 0);
   std::vector<const QuantizedActivations*> rounded(parts.size(), nullptr);
-  thread_local std::vector<uint16_t> x_bf16;
-  bool bf16_rounded = false;
   size_t used = 0;
   storage.reserve(std::max(storage.size(), parts.size()));  // no reallocation below
   for (size_t p = 0; p < parts.size(); ++p) {
     first[p + 1] = first[p] + static_cast<int>(parts[p].dim(0));
-    if (Bf16Activations(parts[p].dtype, quantize_activations, m) && !bf16_rounded) {
-      RoundToBf16(x, &x_bf16);
-      bf16_rounded = true;
-    }
     if (!Quantized(parts[p].dtype, quantize_activations)) continue;
     for (size_t u = 0; u < used && rounded[p] == nullptr; ++u) {
       if (storage[u].weight_dtype == parts[p].dtype) rounded[p] = &storage[u];
@@ -127,16 +108,13 @@ void Linear(Tensor x, const std::vector<Tensor>& parts, Tensor bias, Tensor out,
     Round(parts[p].dtype, x, &storage[used]);
     rounded[p] = &storage[used++];
   }
-  // The pool's threads must see the calling thread's buffer, not their own
-  // (thread_local).
-  const uint16_t* xb = x_bf16.data();
   ThreadPool& pool = ThreadPool::Shared();
   // Column slices: a few per thread for balance, multiples of 16 (SIMD and
   // cache-line friendly), none smaller than 64 columns. Up to 8 rows, 8 per
   // thread: with 2, the caller waited for the other thread's last slice for
   // ~15% of its time at batch 1 (perf), and 8 measured +2-16% at batches 1
   // and 8 on Zen 3 (docs/cpu_threading.md). Above, 2: each slice of a bf16
-  // product reorders all of x (gemm_small_m_bf16_avx2), and 8 per thread
+  // product reorders (AVX2) or packs (AVX-512) all of x, and 8 per thread
   // measured 5-9% slower at batch 32.
   const int per_thread = m <= 8 ? 8 : 2;
   const int target = std::max(1, std::min(pool.num_threads() * per_thread, n / 64));
@@ -152,8 +130,8 @@ void Linear(Tensor x, const std::vector<Tensor>& parts, Tensor bias, Tensor out,
       float* part_out = out.as<float>() + first[p];          // its column 0
       if (rounded[p] != nullptr) {
         QuantProduct(*rounded[p], w.data, n0, n0 + cols, part_out, n);
-      } else if (Bf16Activations(w.dtype, quantize_activations, m)) {
-        Bf16Product(xb, m, k, w.as<uint16_t>(), n0, n0 + cols, part_out, n);
+      } else if (PackedBf16Serves(w.dtype, m)) {
+        PackedBf16Product(x.as<float>(), m, k, w.as<uint16_t>(), k, n0, n0 + cols, part_out, n);
       } else if (m <= SmallMMaxRows(w.dtype)) {
         SmallMProduct(x.as<float>(), m, k, w.data, w.dtype, k, n0, n0 + cols, part_out, n);
       } else if (w.dtype == DType::kFloat32) {

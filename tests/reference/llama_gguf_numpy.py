@@ -14,8 +14,8 @@ blocks of 32 as ggml's x86 code makes them (scale max|x|/127 kept as
 float16, x · 127/max|x| rounded half to even)
 for Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 weights; Q8_K blocks of 256 (scale max/-127
 of the signed extreme, round half to even, at most 127) for the K-quants;
-and to bfloat16 (round to nearest even) for BF16 weights, as llama.cpp and
-kvserve do on CPUs with AVX512_BF16.
+and to bfloat16 (round to nearest even) for BF16 weights, as llama.cpp does
+on CPUs with AVX512_BF16 (kvserve keeps float32 there: bf16_activations=False).
 """
 import numpy as np
 from gguf import GGMLQuantizationType, GGUFReader
@@ -78,7 +78,9 @@ class LlamaGgufReference:
     def __init__(self, path, round_activations=False, bf16_activations=True):
         reader = GGUFReader(path)
         self.round_activations = round_activations
-        self.bf16_activations = bf16_activations  # False: CPUs without AVX512_BF16
+        # llama.cpp rounds x to bf16 for BF16 weights on AVX512_BF16 CPUs;
+        # kvserve keeps float32 (False).
+        self.bf16_activations = bf16_activations
         self.types = {t.name: t.tensor_type for t in reader.tensors}
         self.arch = _field(reader, "general.architecture")
         a = self.arch
