@@ -4,7 +4,7 @@
 //   - a block format (Q8_0 ... Q6_K) with quantized activations: x is rounded
 //     to int8 blocks once per call (kernels/quant/quantized_activations.h)
 //     and every thread multiplies integer codes (kernels/quant/quant_product.h);
-//   - bfloat16 from kPackedBf16FromRows rows of x on, on an AVX-512 CPU:
+//   - bfloat16 from PackedBf16FromRows() rows of x on, on AVX-512 or AVX2:
 //     the packed kernel (gemm_bf16_packed.h), W widened once per panel,
 //     float32 x, exact products under either --cpu_activations;
 //   - float32, bfloat16 or Q8_0 with float32 activations: up to
@@ -78,7 +78,7 @@ void Round(DType dtype, Tensor x, QuantizedActivations* a) {
 
 // Whether a part of m rows of x runs the packed bf16 kernel.
 bool PackedBf16Serves(DType dtype, int m) {
-  return dtype == DType::kBFloat16 && m >= kPackedBf16FromRows && PackedBf16Supported();
+  return dtype == DType::kBFloat16 && PackedBf16Supported() && m >= PackedBf16FromRows();
 }
 
 }  // namespace
