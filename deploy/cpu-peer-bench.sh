@@ -25,7 +25,7 @@
 # both round activations to int8 blocks (kvserve's default --cpu_activations
 # auto, docs/quantized_weights.md), for F32 / BF16 both keep float32 (llama.cpp
 # rounds them to bf16 for BF16 weights where the CPU has AVX512_BF16; kvserve
-# does not yet). Differences that stay: llama.cpp keeps its KV cache in
+# keeps them exact, docs/cpu_small_m_gemm.md). Differences that stay: llama.cpp keeps its KV cache in
 # float16 (kvserve: float32), and kvserve's decode goes through its engine
 # (scheduler, sampling) where llama-batched-bench calls llama_decode directly.
 set -euo pipefail
