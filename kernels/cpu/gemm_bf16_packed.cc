@@ -149,6 +149,9 @@ struct Ops {
 // converted, which the backend's path is not), 1.18x at 128, 1.88x at 512
 // (docs/cpu_small_m_gemm.md).
 constexpr int kAvx2FromRows = 65;
+// AVX-512 from 32 rows: 1.09-1.19x its small-M kernel there, 0.84-1.17x at
+// 16-24 (docs/cpu_small_m_gemm.md).
+constexpr int kAvx512FromRows = 32;
 
 using ProductFn = void (*)(const float*, int, int64_t, const uint16_t*, int, int, int, float*,
                            int64_t);
@@ -162,7 +165,7 @@ struct Choice {
 std::vector<Choice> Runnable() {
   __builtin_cpu_init();
   std::vector<Choice> out;
-  if (__builtin_cpu_supports("avx512f")) out.push_back({"avx512f", avx512::Product, 32});
+  if (__builtin_cpu_supports("avx512f")) out.push_back({"avx512f", avx512::Product, kAvx512FromRows});
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
     out.push_back({"avx2+fma", avx2::Product, kAvx2FromRows});
   }
