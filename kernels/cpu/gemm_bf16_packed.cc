@@ -25,6 +25,19 @@
 namespace kvserve::cpu {
 namespace {
 
+// A thread's buffer, 64-byte aligned (a vector load never splits a line).
+struct Buffer {
+  float* data = nullptr;
+  size_t size = 0;
+  void Reserve(size_t n) {
+    if (n <= size) return;
+    ::operator delete[](data, std::align_val_t(64));
+    data = static_cast<float*>(::operator new[](sizeof(float) * n, std::align_val_t(64)));
+    size = n;
+  }
+  ~Buffer() { ::operator delete[](data, std::align_val_t(64)); }
+};
+
 #if defined(__clang__)  // the fuzz build (docs/testing.md)
 #pragma clang attribute push(__attribute__((target("avx512f"))), apply_to = function)
 #else

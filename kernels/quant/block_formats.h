@@ -20,6 +20,8 @@
 // Σ u·q - offset·Σ q, exact in int32.
 #pragma once
 
+#include <cstdint>
+
 #include "kernels/dtype.h"
 
 namespace kvserve {
@@ -32,5 +34,14 @@ struct BlockFormat {
 
 /// The format of a block DType (IsBlockDType); {} for any other.
 BlockFormat BlockFormatOf(DType dtype);
+
+/// Scale g (0-15) of a Q3_K block, signed (stored − 32), from its 12 packed
+/// bytes: the low 4 bits in byte g % 8 (its low nibble for g < 8, its high
+/// one from 8 on), the top 2 bits in byte 8 + g % 4 at bit 2·(g / 4).
+inline int Q3KScale(const uint8_t* scales, int g) {
+  const int low = g < 8 ? scales[g] & 0x0F : scales[g - 8] >> 4;
+  const int high = (scales[8 + g % 4] >> (2 * (g / 4))) & 3;
+  return (low | (high << 4)) - 32;
+}
 
 }  // namespace kvserve

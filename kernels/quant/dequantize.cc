@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "kernels/quant/block_formats.h"
+
 namespace kvserve {
 namespace {
 
@@ -150,15 +152,6 @@ void DequantQ6_K(const uint8_t* b, int64_t nb, float* y) {
       }
     }
   }
-}
-
-// The 16 six-bit scales of a Q3_K block (signed: stored + 32) from its 12
-// bytes: the low 4 bits of scale j in byte j % 8 (low nibble for j < 8, high
-// for j ≥ 8), the top 2 bits in byte 8 + j % 4 at bit 2 · (j / 4).
-int Q3KScale(const uint8_t* scales, int j) {
-  const int low = j < 8 ? scales[j] & 0x0F : scales[j - 8] >> 4;
-  const int high = (scales[8 + j % 4] >> (2 * (j / 4))) & 3;
-  return (low | (high << 4)) - 32;
 }
 
 // block_q3_K {uint8 hmask[32]; uint8 qs[64]; uint8 scales[12]; half d}: per
